@@ -1,0 +1,84 @@
+// Command server is Shutter's API server and its administration commands:
+//
+//	server [serve]                 run the API (the default)
+//	server keys create|list|revoke manage API keys
+//	server migrate                 prepare the database and exit
+//
+// Settings come from the environment; see the README.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/shutterhq/shutter/internal/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "shutter:", err)
+		os.Exit(1)
+	}
+}
+
+// run is main without the process: tests call it directly.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		m := &Main{Config: cfg, Log: log, Stderr: stderr}
+		if err := m.Run(ctx); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		log.Info("shutting down", "grace", cfg.ShutdownGrace)
+		return m.Close()
+	case "keys":
+		return keysCommand(ctx, cfg, args, stdout)
+	case "migrate":
+		st, err := openStore(cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "database is up to date")
+		return st.Close()
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		return errors.New("unknown command " + cmd + "\n" + usage)
+	}
+}
+
+const usage = `usage:
+  server [serve]
+  server keys create --plan free|pro|enterprise [--name N] [--domains a.com,*.b.org] [--rate-limit N] [--monthly-quota N]
+  server keys list
+  server keys revoke ID
+  server migrate`
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,217 @@
+package chromium
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+)
+
+// conn is one running browser as the pool sees it: a chromedp context that
+// holds the browser, the user agents derived from its version, and a channel
+// that closes when the browser is gone.
+type conn struct {
+	ctx       context.Context
+	stop      func()
+	lost      chan struct{}
+	desktopUA string
+	mobileUA  string
+	pid       int
+}
+
+// browser is one long-lived browser: local (launched by the pool) or remote
+// (an endpoint of BROWSER_URLS). A supervisor goroutine keeps it running,
+// relaunching or reconnecting with backoff when it dies.
+type browser struct {
+	name   string
+	launch func(ctx context.Context) (*conn, error)
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	cur      *conn
+	active   atomic.Int64
+	restarts atomic.Int64
+	lastErr  atomic.Pointer[string]
+}
+
+func (b *browser) current() *conn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur
+}
+
+func (b *browser) set(c *conn) {
+	b.mu.Lock()
+	b.cur = c
+	b.mu.Unlock()
+}
+
+// supervise runs until ctx ends. changed is signalled whenever the browser
+// comes up or goes down.
+func (b *browser) supervise(ctx context.Context, changed func()) {
+	backoff := 100 * time.Millisecond
+	for first := true; ; first = false {
+		if ctx.Err() != nil {
+			return
+		}
+		if !first {
+			b.restarts.Add(1)
+		}
+		c, err := b.launch(ctx)
+		if err != nil {
+			msg := err.Error()
+			b.lastErr.Store(&msg)
+			b.log.WarnContext(ctx, "browser start failed", "browser", b.name, "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 10*time.Second)
+			continue
+		}
+		b.lastErr.Store(nil)
+		backoff = 100 * time.Millisecond
+		b.set(c)
+		b.log.InfoContext(ctx, "browser ready", "browser", b.name, "pid", c.pid)
+		changed()
+		select {
+		case <-ctx.Done():
+			b.set(nil)
+			c.stop()
+			changed()
+			return
+		case <-c.lost:
+		}
+		b.set(nil)
+		changed()
+		b.log.WarnContext(ctx, "browser lost; restarting", "browser", b.name)
+		c.stop()
+	}
+}
+
+// watch returns a channel that closes when the browser of bctx is gone.
+func watch(bctx context.Context) chan struct{} {
+	lost := make(chan struct{})
+	var lc <-chan struct{}
+	if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil {
+		lc = c.Browser.LostConnection
+	}
+	go func() {
+		select {
+		case <-bctx.Done():
+		case <-lc:
+		}
+		close(lost)
+	}()
+	return lost
+}
+
+// start runs the browser of bctx and reads its version.
+func start(bctx context.Context, stop func()) (*conn, error) {
+	if err := chromedp.Do(bctx); err != nil {
+		stop()
+		return nil, err
+	}
+	v, err := chromedp.CallBrowser(bctx, cdpbrowser.GetVersion, cdp.Empty{})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("browser version: %w", err)
+	}
+	c := &conn{ctx: bctx, stop: stop, lost: watch(bctx)}
+	c.desktopUA, c.mobileUA = userAgents(v.UserAgent, v.Product)
+	if p := chromedp.FromContext(bctx).Browser.Process(); p != nil {
+		c.pid = p.Pid
+	}
+	return c, nil
+}
+
+var majorVersion = regexp.MustCompile(`/(\d+)\.`)
+
+// userAgents derives the desktop and mobile user agents from the browser's
+// own: "HeadlessChrome" marks the browser as a bot to many sites, so it
+// becomes "Chrome"; the mobile one is Chrome on Android of the same version.
+func userAgents(ua, product string) (desktop, mobile string) {
+	desktop = strings.Replace(ua, "HeadlessChrome/", "Chrome/", 1)
+	major := "120"
+	if m := majorVersion.FindStringSubmatch(product); m != nil {
+		major = m[1]
+	}
+	mobile = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/" + major + ".0.0.0 Mobile Safari/537.36"
+	return desktop, mobile
+}
+
+// localLauncher starts headless Chromium processes from execPath.
+func localLauncher(execPath string, extraFlags []string) func(ctx context.Context) (*conn, error) {
+	return func(ctx context.Context) (*conn, error) {
+		opts := slices.Clone(chromedp.DefaultExecAllocatorOptions[:])
+		opts = append(opts,
+			chromedp.ExecPath(execPath),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-domain-reliability", true),
+			chromedp.Flag("no-pings", true),
+			// Keep the browser's own helpers from writing downloads anywhere.
+			chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,DownloadBubble"),
+		)
+		for _, f := range extraFlags {
+			name, val, hasVal := strings.Cut(strings.TrimLeft(f, "-"), "=")
+			if hasVal {
+				opts = append(opts, chromedp.Flag(name, val))
+			} else {
+				opts = append(opts, chromedp.Flag(name, true))
+			}
+		}
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+		bctx, cancelB := chromedp.NewContext(allocCtx)
+		return start(bctx, func() { cancelB(); cancelAlloc() })
+	}
+}
+
+// remoteLauncher connects to a running browser's DevTools endpoint.
+func remoteLauncher(endpoint string) func(ctx context.Context) (*conn, error) {
+	return func(ctx context.Context) (*conn, error) {
+		allocCtx, cancelAlloc := remote.NewAllocator(ctx, endpoint, remote.WithDialTimeout(5*time.Second))
+		bctx, cancelB := chromedp.NewContext(allocCtx)
+		return start(bctx, func() { cancelB(); cancelAlloc() })
+	}
+}
+
+// FindChrome returns the browser to launch: path when given, else the first
+// of the known names on PATH. Debian's /usr/bin/chromium-headless-shell is a
+// wrapper script that does not exec, so the real binary is preferred: killing
+// the wrapper would orphan the browser.
+func FindChrome(path string) (string, error) {
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("CHROME_PATH %q: %w", path, err)
+		}
+		return path, nil
+	}
+	for _, p := range []string{"/usr/lib/chromium/chromium-headless-shell"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	for _, name := range []string{"chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no Chromium found: install Debian's chromium-headless-shell (apt-get install -y --no-install-recommends chromium-headless-shell), set CHROME_PATH, or set BROWSER_URLS")
+}

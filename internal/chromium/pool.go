@@ -1,0 +1,241 @@
+// Package chromium renders screenshots with headless Chromium through the
+// DevTools protocol. It owns a pool of long-lived browsers, local (launched
+// here) or remote (DevTools endpoints), and gives every request a fresh
+// browser context that is disposed afterwards.
+package chromium
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/shutterhq/shutter/internal/screenshot"
+)
+
+// Config configures a Pool.
+type Config struct {
+	// ExecPath is the browser binary for local browsers.
+	ExecPath string
+	// Local is how many local browsers to launch when URLs is empty.
+	Local int
+	// URLs are DevTools endpoints of running browsers; when set, nothing is
+	// launched locally.
+	URLs []string
+	// Flags are extra command-line flags for local browsers.
+	Flags []string
+
+	// Timeout bounds one render from start to image.
+	Timeout time.Duration
+	// LoadTimeout bounds the wait for the page's load event.
+	LoadTimeout time.Duration
+	// IdleTime is how long the network must be quiet after the load event,
+	// and IdleMax the most that the wait for it may take.
+	IdleTime, IdleMax time.Duration
+	// BrowserWait is how long a render waits for a browser that is
+	// restarting before it gives up with ErrUnavailable.
+	BrowserWait time.Duration
+	// Check, when set, decides for every request that the browser makes
+	// whether it may go out; a refusal fails the request in the browser.
+	Check func(url string) error
+}
+
+func (c *Config) defaults() {
+	if c.Local <= 0 {
+		c.Local = 1
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.LoadTimeout <= 0 || c.LoadTimeout > c.Timeout {
+		c.LoadTimeout = c.Timeout
+	}
+	if c.IdleTime <= 0 {
+		c.IdleTime = 50 * time.Millisecond
+	}
+	if c.IdleMax <= 0 {
+		c.IdleMax = 2 * time.Second
+	}
+	if c.BrowserWait <= 0 {
+		c.BrowserWait = 10 * time.Second
+	}
+}
+
+// Pool is a set of browsers that renders screenshots.
+type Pool struct {
+	cfg      Config
+	log      *slog.Logger
+	browsers []*browser
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // supervisors
+	jobs   sync.WaitGroup // context disposals still running
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced whenever a browser comes or goes
+}
+
+var _ screenshot.Renderer = (*Pool)(nil)
+
+// New returns a pool; Start launches or connects its browsers.
+func New(cfg Config, log *slog.Logger) (*Pool, error) {
+	cfg.defaults()
+	p := &Pool{cfg: cfg, log: log, changed: make(chan struct{})}
+	if len(cfg.URLs) > 0 {
+		for _, u := range cfg.URLs {
+			p.browsers = append(p.browsers, &browser{name: u, launch: remoteLauncher(u), log: log})
+		}
+	} else {
+		if cfg.ExecPath == "" {
+			return nil, errors.New("chromium: no browser binary and no BROWSER_URLS")
+		}
+		for i := range cfg.Local {
+			p.browsers = append(p.browsers, &browser{name: fmt.Sprintf("local-%d", i), launch: localLauncher(cfg.ExecPath, cfg.Flags), log: log})
+		}
+	}
+	return p, nil
+}
+
+// Start starts the supervisors and waits until at least one browser is ready
+// or ctx ends. The browsers keep running after Start returns, until Close.
+func (p *Pool) Start(ctx context.Context) error {
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	for _, b := range p.browsers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			b.supervise(p.ctx, p.notify)
+		}()
+	}
+	if _, err := p.pick(ctx); err != nil {
+		return fmt.Errorf("chromium: no browser became ready: %w (last error: %s)", err, p.lastError())
+	}
+	return nil
+}
+
+// Close stops every browser after the renders in flight have released their
+// contexts.
+func (p *Pool) Close() error {
+	if p.cancel == nil {
+		return nil
+	}
+	p.jobs.Wait()
+	p.cancel()
+	p.wg.Wait()
+	return nil
+}
+
+func (p *Pool) notify() {
+	p.mu.Lock()
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// pick returns the ready browser with the fewest renders in flight, waiting
+// for one to come up until ctx ends.
+func (p *Pool) pick(ctx context.Context) (*browser, error) {
+	for {
+		p.mu.Lock()
+		changed := p.changed
+		p.mu.Unlock()
+		var best *browser
+		for _, b := range p.browsers {
+			if b.current() == nil {
+				continue
+			}
+			if best == nil || b.active.Load() < best.active.Load() {
+				best = b
+			}
+		}
+		if best != nil {
+			return best, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+func (p *Pool) lastError() string {
+	for _, b := range p.browsers {
+		if e := b.lastErr.Load(); e != nil {
+			return *e
+		}
+	}
+	return "none"
+}
+
+// BrowserStats describes one browser of the pool.
+type BrowserStats struct {
+	Name     string `json:"name"`
+	Ready    bool   `json:"ready"`
+	Active   int64  `json:"active"`
+	Restarts int64  `json:"restarts"`
+	PID      int    `json:"pid,omitempty"`
+}
+
+// Stats describes every browser.
+func (p *Pool) Stats() []BrowserStats {
+	out := make([]BrowserStats, 0, len(p.browsers))
+	for _, b := range p.browsers {
+		s := BrowserStats{Name: b.name, Active: b.active.Load(), Restarts: b.restarts.Load()}
+		if c := b.current(); c != nil {
+			s.Ready, s.PID = true, c.pid
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Ready reports whether at least one browser can take a render.
+func (p *Pool) Ready() bool {
+	for _, b := range p.browsers {
+		if b.current() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Render takes the screenshot that o describes.
+func (p *Pool) Render(ctx context.Context, o *screenshot.Options) (*screenshot.Image, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	wctx, wcancel := context.WithTimeout(ctx, p.cfg.BrowserWait)
+	b, err := p.pick(wctx)
+	wcancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, classify(ctx, err)
+		}
+		return nil, &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "no browser is available; try again shortly",
+			RetryAfter: 2 * time.Second, Err: err}
+	}
+	c := b.current()
+	if c == nil { // lost between pick and now
+		return nil, errBrowserLost(nil)
+	}
+	b.active.Add(1)
+	defer b.active.Add(-1)
+	img, err := p.render(ctx, c, o)
+	if err != nil {
+		select {
+		case <-c.lost:
+			return nil, errBrowserLost(err)
+		default:
+		}
+		return nil, classify(ctx, err)
+	}
+	return img, nil
+}
+
+func errBrowserLost(err error) error {
+	return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the browser stopped during the render; try again",
+		RetryAfter: time.Second, Err: err}
+}

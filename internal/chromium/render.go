@@ -1,0 +1,321 @@
+package chromium
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/shutterhq/shutter/internal/screenshot"
+)
+
+// errCrashed is the cause of a render whose page crashed.
+var errCrashed = errors.New("the page crashed the renderer")
+
+// tab is the state of one render's page, fed by the browser's events.
+type tab struct {
+	mu         sync.Mutex
+	inflight   map[network.RequestID]struct{}
+	lastChange time.Time
+	blocked    int
+	docBlocked string // why the first blocked document request was refused
+}
+
+func (s *tab) event(ev any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		s.inflight[e.RequestID] = struct{}{}
+	case *network.EventLoadingFinished:
+		delete(s.inflight, e.RequestID)
+	case *network.EventLoadingFailed:
+		delete(s.inflight, e.RequestID)
+	default:
+		return
+	}
+	s.lastChange = time.Now()
+}
+
+// quiet reports whether no request is in flight and none started or ended
+// for d.
+func (s *tab) quiet(d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) == 0 && time.Since(s.lastChange) >= d
+}
+
+// render runs one screenshot on the browser c in a fresh browser context.
+func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*screenshot.Image, error) {
+	tctx, tcancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext())
+	// Disposing of the browser context waits for the browser; the client
+	// need not, so it happens after the image is returned. Close waits for it.
+	p.jobs.Add(1)
+	defer func() {
+		go func() {
+			tcancel()
+			p.jobs.Done()
+		}()
+	}()
+	rctx, rcancel := context.WithCancelCause(tctx)
+	defer rcancel(nil)
+	stop := context.AfterFunc(ctx, func() { rcancel(context.Cause(ctx)) })
+	defer stop()
+
+	if err := chromedp.Do(rctx); err != nil { // creates the browser context and the tab
+		return nil, fmt.Errorf("open tab: %w", err)
+	}
+	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now()}
+	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || p.cfg.Check != nil
+	err := chromedp.Listen(rctx, func(ev any) {
+		switch e := ev.(type) {
+		case *fetch.EventRequestPaused:
+			go p.decide(rctx, st, o, e)
+		case *page.EventJavascriptDialogOpening:
+			// Dialogs would stall the page; dismiss them, but let the page leave.
+			accept := e.Type == page.DialogTypeBeforeunload
+			go chromedp.Call(rctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
+		case *inspector.EventTargetCrashed:
+			rcancel(errCrashed)
+		default:
+			st.event(ev)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if err := chromedp.Do(rctx, p.setup(c, o, intercept)...); err != nil {
+		return nil, fmt.Errorf("set up page: %w", err)
+	}
+
+	nctx, ncancel := context.WithTimeout(rctx, p.cfg.LoadTimeout)
+	err = chromedp.Do(nctx, chromedp.Navigate(o.URL))
+	ncancel()
+	if err != nil {
+		if cause := context.Cause(rctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		} else if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, &screenshot.Error{Code: screenshot.ETIMEOUT, Message: fmt.Sprintf("the page did not finish loading within %s", p.cfg.LoadTimeout), Err: err}
+		}
+		var le *chromedp.LoadError
+		if errors.As(err, &le) && le.ErrorText == "net::ERR_BLOCKED_BY_CLIENT" {
+			st.mu.Lock()
+			why := st.docBlocked
+			st.mu.Unlock()
+			if why != "" {
+				return nil, &screenshot.Error{Code: screenshot.EINVALID, Message: why, Err: err}
+			}
+		}
+		return nil, fmt.Errorf("navigate: %w", err)
+	}
+	p.waitIdle(rctx, st)
+
+	data, err := chromedp.Run(rctx, capture(o))
+	if err != nil {
+		if cause := context.Cause(rctx); errors.Is(cause, errCrashed) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+		return nil, err
+	}
+	return &screenshot.Image{Data: data, Format: o.Format}, nil
+}
+
+// setup returns the actions that prepare the tab before navigation.
+func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool) []chromedp.Action[chromedp.Void] {
+	orientation := &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypePortraitPrimary, Angle: 0}
+	if !o.IsMobile || o.IsLandscape {
+		orientation = &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypeLandscapePrimary, Angle: 90}
+		if !o.IsMobile {
+			orientation.Angle = 0
+		}
+	}
+	ua := o.UserAgent
+	if ua == "" {
+		ua = c.desktopUA
+		if o.IsMobile {
+			ua = c.mobileUA
+		}
+	}
+	steps := []chromedp.Action[chromedp.Void]{
+		call(emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(o.Width), Height: int64(o.Height), DeviceScaleFactor: o.DeviceScaleFactor,
+			Mobile: o.IsMobile, ScreenOrientation: orientation,
+		}),
+		call(emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: ua}),
+		call(emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
+			{Name: "prefers-color-scheme", Value: o.ColorScheme},
+			{Name: "prefers-reduced-motion", Value: o.ReducedMotion},
+		}}),
+	}
+	if o.HasTouch {
+		steps = append(steps, call(emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 5}))
+	}
+	if o.BypassCSP {
+		steps = append(steps, call(page.SetBypassCSP, page.SetBypassCSPParams{Enabled: true}))
+	}
+	if len(o.Headers) > 0 {
+		h := network.Headers{}
+		for _, x := range o.Headers {
+			h[x.Name] = x.Value
+		}
+		steps = append(steps, call(network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: h}))
+	}
+	if len(o.Cookies) > 0 {
+		steps = append(steps, call(network.SetCookies, network.SetCookiesParams{Cookies: cookieParams(o.Cookies)}))
+	}
+	if intercept {
+		steps = append(steps, call(fetch.Enable, fetch.EnableParams{}))
+	}
+	return steps
+}
+
+// call wraps one protocol command whose result is not needed as an action.
+func call[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, cmd, params)
+		return err
+	})
+}
+
+func cookieParams(cs []*http.Cookie) []*network.CookieParam {
+	out := make([]*network.CookieParam, 0, len(cs))
+	for _, c := range cs {
+		cp := &network.CookieParam{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path,
+			Secure: c.Secure, HTTPOnly: c.HttpOnly}
+		switch c.SameSite {
+		case http.SameSiteStrictMode:
+			cp.SameSite = network.CookieSameSiteStrict
+		case http.SameSiteLaxMode:
+			cp.SameSite = network.CookieSameSiteLax
+		case http.SameSiteNoneMode:
+			cp.SameSite = network.CookieSameSiteNone
+		}
+		switch {
+		case c.MaxAge > 0:
+			cp.Expires = cdp.TimeSinceEpoch(time.Now().Add(time.Duration(c.MaxAge) * time.Second).Unix())
+		case !c.Expires.IsZero():
+			cp.Expires = cdp.TimeSinceEpoch(c.Expires.Unix())
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
+// decide lets a paused request go on or fails it.
+func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fetch.EventRequestPaused) {
+	why := blockReason(o, string(e.ResourceType), e.Request.URL)
+	if why == "" && p.cfg.Check != nil {
+		if err := p.cfg.Check(e.Request.URL); err != nil {
+			why = screenshot.ErrorMessage(err)
+		}
+	}
+	if why == "" {
+		chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
+		return
+	}
+	st.mu.Lock()
+	st.blocked++
+	if e.ResourceType == network.ResourceTypeDocument && st.docBlocked == "" {
+		st.docBlocked = why
+	}
+	st.mu.Unlock()
+	chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+}
+
+// blockReason says why block_resources or block_requests refuse a request,
+// or "" when they let it through.
+func blockReason(o *screenshot.Options, resourceType, url string) string {
+	rt := strings.ToLower(resourceType)
+	for _, b := range o.BlockResources {
+		if b == rt {
+			return "the page itself is blocked by block_resources=" + b
+		}
+	}
+	for _, pat := range o.BlockRequests {
+		if screenshot.MatchPattern(pat, url) {
+			return "the page itself is blocked by the block_requests pattern " + pat
+		}
+	}
+	return ""
+}
+
+// waitIdle waits after the load event until the network has been quiet for
+// IdleTime, at most IdleMax.
+func (p *Pool) waitIdle(ctx context.Context, st *tab) {
+	deadline := time.Now().Add(p.cfg.IdleMax)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !st.quiet(p.cfg.IdleTime) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// box is an element's border box in CSS pixels of the document.
+type box struct {
+	X, Y, W, H float64
+	Err        string
+}
+
+// boxScript finds the element and returns its box relative to the document,
+// or null; a selector that does not parse gives Err.
+const boxScript = `(function(sel){
+	let el;
+	try { el = document.querySelector(sel); } catch (e) { return {Err: String(e.message)}; }
+	if (!el) return {Err: "none"};
+	const r = el.getBoundingClientRect();
+	return {X: r.left + window.scrollX, Y: r.top + window.scrollY, W: r.width, H: r.height};
+})(%s)`
+
+// capture takes the screenshot: the viewport, or the selector's element.
+func capture(o *screenshot.Options) chromedp.Action[[]byte] {
+	return func(ctx context.Context, t *chromedp.Target) ([]byte, error) {
+		params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormat(o.Format)}
+		if o.Format != screenshot.PNG {
+			q := int64(o.Quality)
+			params.Quality = &q
+		}
+		if o.Selector != "" {
+			sel, _ := json.Marshal(o.Selector)
+			b, err := chromedp.Evaluate[box](fmt.Sprintf(boxScript, sel))(ctx, t)
+			if err != nil {
+				return nil, fmt.Errorf("find selector: %w", err)
+			}
+			switch {
+			case b.Err == "none":
+				return nil, screenshot.Errorf(screenshot.EUNPROCESSABLE, "selector %q matched no element on the page", o.Selector)
+			case b.Err != "":
+				return nil, screenshot.Errorf(screenshot.EINVALID, "parameter selector is not a valid CSS selector: %s", b.Err)
+			case b.W < 1 || b.H < 1:
+				return nil, screenshot.Errorf(screenshot.EUNPROCESSABLE, "selector %q matched an element with no visible size", o.Selector)
+			}
+			// Whole device pixels, so the image is exactly the element's box.
+			x, y := math.Floor(b.X), math.Floor(b.Y)
+			w, h := math.Ceil(b.X+b.W)-x, math.Ceil(b.Y+b.H)-y
+			params.Clip = &page.Viewport{X: x, Y: y, Width: w, Height: h, Scale: 1}
+			beyond := true
+			params.CaptureBeyondViewport = &beyond
+		}
+		res, err := cdp.Call(ctx, t, page.CaptureScreenshot, params)
+		if err != nil {
+			return nil, fmt.Errorf("capture: %w", err)
+		}
+		return res.Data, nil
+	}
+}

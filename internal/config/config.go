@@ -1,0 +1,265 @@
+// Package config reads the server's settings from the environment into one
+// typed value with the specification's defaults. A bad value is an error that
+// names the setting and what it allows, in one line.
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of the server.
+type Config struct {
+	Port    int
+	NodeEnv string // development | production
+
+	DataDir string
+
+	// Relational database. DatabaseURL wins over the parts.
+	DatabaseURL      string
+	DatabaseHost     string
+	DatabasePort     int
+	DatabaseName     string
+	DatabaseUser     string
+	DatabasePassword string
+
+	// Key-value store. RedisURL wins over the parts.
+	RedisURL      string
+	RedisHost     string
+	RedisPort     int
+	RedisPassword string
+
+	Storage Storage
+
+	AuthSecret          string
+	APIKeyPrefix        string
+	IdentityClientID    string
+	BillingAccessToken  string
+	BillingEnvironment  string
+	RateLimitWindow     time.Duration
+	RateLimitMax        int
+	MaxConcurrent       int
+	MaxQueued           int
+	QueueTimeout        time.Duration
+	ScreenshotTimeout   time.Duration
+	PageLoadTimeout     time.Duration
+	MaxWidth, MaxHeight int
+	DefaultWidth        int
+	DefaultHeight       int
+
+	ChromePath          string
+	BrowserURLs         []string
+	LocalBrowsers       int
+	AllowPrivateTargets bool
+	ShutdownGrace       time.Duration
+
+	LogLevel  string // debug | info | warn | error
+	LogFormat string // json | text
+}
+
+// Storage is the S3-compatible object storage.
+type Storage struct {
+	AccessKeyID     string
+	SecretAccessKey string
+	Region          string
+	Bucket          string
+	URL             string
+	Endpoint        string
+	UsePathStyle    bool
+}
+
+// Configured reports whether object storage settings were given.
+func (s Storage) Configured() bool { return s.URL != "" || s.Endpoint != "" || s.Bucket != "" }
+
+// UsesDatabase reports whether a relational database is configured; without
+// one the server uses its embedded store in DataDir.
+func (c *Config) UsesDatabase() bool { return c.DatabaseURL != "" || c.DatabaseHost != "" }
+
+// UsesRedis reports whether a key-value store is configured.
+func (c *Config) UsesRedis() bool { return c.RedisURL != "" }
+
+// Load reads the settings through getenv (os.Getenv in production).
+func Load(getenv func(string) string) (*Config, error) {
+	r := reader{getenv: getenv}
+	c := &Config{
+		Port:                r.int("PORT", 3000, 0, 65535),
+		NodeEnv:             r.enum("NODE_ENV", "development", "development", "production"),
+		DataDir:             r.str("DATA_DIR", "./data"),
+		DatabaseURL:         r.url("DATABASE_URL", "postgres", "postgresql"),
+		DatabaseHost:        r.str("DATABASE_HOST", ""),
+		DatabasePort:        r.int("DATABASE_PORT", 5432, 1, 65535),
+		DatabaseName:        r.str("DATABASE_NAME", ""),
+		DatabaseUser:        r.str("DATABASE_USER", ""),
+		DatabasePassword:    r.str("DATABASE_PASSWORD", ""),
+		RedisURL:            r.url("REDIS_URL", "redis", "rediss"),
+		RedisHost:           r.str("REDIS_HOST", "localhost"),
+		RedisPort:           r.int("REDIS_PORT", 6379, 1, 65535),
+		RedisPassword:       r.str("REDIS_PASSWORD", ""),
+		AuthSecret:          r.str("AUTH_SECRET", ""),
+		APIKeyPrefix:        r.str("DEFAULT_API_KEY_PREFIX", "ss"),
+		IdentityClientID:    r.str("IDENTITY_CLIENT_ID", ""),
+		BillingAccessToken:  r.str("BILLING_ACCESS_TOKEN", ""),
+		BillingEnvironment:  r.enum("BILLING_ENVIRONMENT", "sandbox", "sandbox", "production"),
+		RateLimitWindow:     r.ms("RATE_LIMIT_WINDOW_MS", 60000, 1000, 24*3600*1000),
+		RateLimitMax:        r.int("RATE_LIMIT_MAX_REQUESTS", 100, 1, 1_000_000),
+		MaxConcurrent:       r.int("MAX_CONCURRENT_SCREENSHOTS", 10, 1, 256),
+		MaxQueued:           r.int("MAX_QUEUED_SCREENSHOTS", 100, 0, 100_000),
+		QueueTimeout:        r.ms("QUEUE_TIMEOUT_MS", 10000, 1, 600_000),
+		ScreenshotTimeout:   r.ms("SCREENSHOT_TIMEOUT", 30000, 1000, 600_000),
+		PageLoadTimeout:     r.ms("MAX_PAGE_LOAD_TIMEOUT", 30000, 500, 600_000),
+		MaxWidth:            r.int("MAX_SCREENSHOT_WIDTH", 3840, 100, 16384),
+		MaxHeight:           r.int("MAX_SCREENSHOT_HEIGHT", 2160, 100, 16384),
+		DefaultWidth:        r.int("DEFAULT_VIEWPORT_WIDTH", 1280, 100, 16384),
+		DefaultHeight:       r.int("DEFAULT_VIEWPORT_HEIGHT", 720, 100, 16384),
+		ChromePath:          r.str("CHROME_PATH", ""),
+		BrowserURLs:         r.list("BROWSER_URLS"),
+		LocalBrowsers:       r.int("LOCAL_BROWSERS", 1, 1, 32),
+		AllowPrivateTargets: r.bool("ALLOW_PRIVATE_TARGETS", false),
+		ShutdownGrace:       r.ms("SHUTDOWN_GRACE_MS", 30000, 0, 600_000),
+		LogLevel:            r.enum("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		Storage: Storage{
+			AccessKeyID:     r.str("STORAGE_ACCESS_KEY_ID", ""),
+			SecretAccessKey: r.str("STORAGE_SECRET_ACCESS_KEY", ""),
+			Region:          r.str("STORAGE_REGION", ""),
+			Bucket:          r.str("STORAGE_BUCKET", ""),
+			URL:             r.str("STORAGE_URL", ""),
+			Endpoint:        r.str("STORAGE_ENDPOINT", ""),
+			UsePathStyle:    r.bool("STORAGE_USE_PATH_STYLE_ENDPOINT", false),
+		},
+	}
+	defaultFormat := "text"
+	if c.NodeEnv == "production" {
+		defaultFormat = "json"
+	}
+	c.LogFormat = r.enum("LOG_FORMAT", defaultFormat, "json", "text")
+	if r.err != nil {
+		return nil, r.err
+	}
+	switch {
+	case c.DefaultWidth > c.MaxWidth:
+		return nil, fmt.Errorf("DEFAULT_VIEWPORT_WIDTH: must not exceed MAX_SCREENSHOT_WIDTH (%d), got %d", c.MaxWidth, c.DefaultWidth)
+	case c.DefaultHeight > c.MaxHeight:
+		return nil, fmt.Errorf("DEFAULT_VIEWPORT_HEIGHT: must not exceed MAX_SCREENSHOT_HEIGHT (%d), got %d", c.MaxHeight, c.DefaultHeight)
+	case c.PageLoadTimeout > c.ScreenshotTimeout:
+		// The load wait happens inside the screenshot deadline.
+		c.PageLoadTimeout = c.ScreenshotTimeout
+	}
+	if c.DatabaseHost != "" && c.DatabaseURL == "" {
+		for _, s := range []struct{ name, v string }{{"DATABASE_NAME", c.DatabaseName}, {"DATABASE_USER", c.DatabaseUser}} {
+			if s.v == "" {
+				return nil, fmt.Errorf("%s: required when DATABASE_HOST is set", s.name)
+			}
+		}
+	}
+	for _, u := range c.BrowserURLs {
+		if _, err := url.Parse(u); err != nil || !strings.Contains(u, "://") {
+			return nil, fmt.Errorf("BROWSER_URLS: %q is not a URL such as http://127.0.0.1:9222 or ws://host:9222/devtools/browser/ID", u)
+		}
+	}
+	return c, nil
+}
+
+// DatabaseDSN is the connection string of the database, from DATABASE_URL or
+// from the parts.
+func (c *Config) DatabaseDSN() string {
+	if c.DatabaseURL != "" || c.DatabaseHost == "" {
+		return c.DatabaseURL
+	}
+	u := url.URL{Scheme: "postgres", Host: fmt.Sprintf("%s:%d", c.DatabaseHost, c.DatabasePort), Path: "/" + c.DatabaseName,
+		User: url.UserPassword(c.DatabaseUser, c.DatabasePassword)}
+	return u.String()
+}
+
+// reader collects the first error so that Load reads like a table.
+type reader struct {
+	getenv func(string) string
+	err    error
+}
+
+func (r *reader) fail(name, rule, got string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%s: must be %s, got %q", name, rule, got)
+	}
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) int(name string, def, lo, hi int) int {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.fail(name, fmt.Sprintf("an integer from %d to %d", lo, hi), v)
+		return def
+	}
+	return n
+}
+
+func (r *reader) ms(name string, def, lo, hi int) time.Duration {
+	return time.Duration(r.int(name, def, lo, hi)) * time.Millisecond
+}
+
+func (r *reader) bool(name string, def bool) bool {
+	switch v := strings.ToLower(r.str(name, "")); v {
+	case "":
+		return def
+	case "true", "1":
+		return true
+	case "false", "0":
+		return false
+	default:
+		r.fail(name, "true or false", v)
+		return def
+	}
+}
+
+func (r *reader) enum(name, def string, allowed ...string) string {
+	v := r.str(name, def)
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	r.fail(name, "one of "+strings.Join(allowed, ", "), v)
+	return def
+}
+
+func (r *reader) url(name string, schemes ...string) string {
+	v := r.str(name, "")
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err == nil {
+		for _, s := range schemes {
+			if u.Scheme == s {
+				return v
+			}
+		}
+	}
+	// Never echo the value: connection strings carry passwords.
+	if r.err == nil {
+		r.err = fmt.Errorf("%s: must be a URL starting with %s://", name, strings.Join(schemes, ":// or "))
+	}
+	return ""
+}
+
+func (r *reader) list(name string) []string {
+	var out []string
+	for p := range strings.SplitSeq(r.str(name, ""), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/shutterhq/shutter/internal/screenshot"
+)
+
+// info is what one request's steps tell the access log.
+type info struct {
+	id     string
+	keyID  string
+	cache  string
+	status int
+	bytes  int64
+}
+
+type infoKey struct{}
+
+func reqInfo(ctx context.Context) *info {
+	if i, ok := ctx.Value(infoKey{}).(*info); ok {
+		return i
+	}
+	return &info{}
+}
+
+// RequestID returns the id of the request of ctx.
+func RequestID(ctx context.Context) string { return reqInfo(ctx).id }
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// recorder remembers the status and size of a response.
+type recorder struct {
+	http.ResponseWriter
+	in *info
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.in.status == 0 {
+		r.in.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.in.status == 0 {
+		r.in.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.in.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// wrap adds the request id, the panic guard and the access log. The access
+// log never contains the query: it carries the API key.
+func (s *Server) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		in := &info{id: newRequestID()}
+		ctx := context.WithValue(r.Context(), infoKey{}, in)
+		r = r.WithContext(ctx)
+		w.Header().Set("X-Request-Id", in.id)
+		rec := &recorder{ResponseWriter: w, in: in}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(ctx, "panic", "request_id", in.id, "panic", fmt.Sprint(v))
+				if in.status == 0 {
+					s.writeError(rec, r, errors.New("panic"))
+				}
+			}
+			s.log.InfoContext(ctx, "request",
+				"request_id", in.id, "method", r.Method, "path", r.URL.Path,
+				"status", in.status, "duration_ms", time.Since(start).Milliseconds(),
+				"bytes", in.bytes, "key_id", in.keyID, "cache", in.cache)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// statusOf is the one table from error codes to HTTP statuses.
+var statusOf = map[screenshot.Code]int{
+	screenshot.EINVALID:       http.StatusBadRequest,
+	screenshot.EUNAUTHORIZED:  http.StatusForbidden,
+	screenshot.EFORBIDDEN:     http.StatusForbidden,
+	screenshot.ENOTFOUND:      http.StatusNotFound,
+	screenshot.EUNPROCESSABLE: http.StatusUnprocessableEntity,
+	screenshot.ERATELIMIT:     http.StatusTooManyRequests,
+	screenshot.EUPSTREAM:      http.StatusBadGateway,
+	screenshot.EUNAVAILABLE:   http.StatusServiceUnavailable,
+	screenshot.ETIMEOUT:       http.StatusGatewayTimeout,
+	screenshot.EINTERNAL:      http.StatusInternalServerError,
+}
+
+// ErrorBody is the JSON body of every failed request.
+type ErrorBody struct {
+	Error     string `json:"error"`
+	RequestID string `json:"requestId"`
+}
+
+// writeError answers with the error object. The client gets the safe
+// message; the log gets the whole chain.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := screenshot.ErrorCode(err)
+	status := statusOf[code]
+	id := RequestID(r.Context())
+	switch {
+	case status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
+		// The target's fault, not ours.
+		s.log.WarnContext(r.Context(), "target failed", "request_id", id, "status", status, "err", err)
+	case status >= 500:
+		s.log.ErrorContext(r.Context(), "request failed", "request_id", id, "status", status, "err", err)
+	default:
+		s.log.DebugContext(r.Context(), "request refused", "request_id", id, "status", status, "err", err)
+	}
+	var se *screenshot.Error
+	if errors.As(err, &se) && se.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((se.RetryAfter+time.Second-1)/time.Second)))
+	}
+	writeJSON(w, status, ErrorBody{Error: screenshot.ErrorMessage(err), RequestID: id})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	buf, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)+1))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(buf, '\n'))
+}

@@ -1,0 +1,153 @@
+// Package httpapi is Shutter's HTTP interface: routes, the screenshot
+// handler that composes the steps of a request, and the one table that maps
+// error codes to statuses.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/shutterhq/shutter/internal/queue"
+	"github.com/shutterhq/shutter/internal/screenshot"
+)
+
+// Guard checks a target URL before anything fetches it.
+type Guard interface {
+	CheckURL(ctx context.Context, rawURL string) error
+}
+
+// Deps are the parts the server composes.
+type Deps struct {
+	Parser   *screenshot.Parser
+	Keys     screenshot.KeyStore
+	Guard    Guard
+	Queue    *queue.Queue
+	Renderer screenshot.Renderer
+	// Ready reports whether the server can take screenshots; nil means yes.
+	Ready func(ctx context.Context) error
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	Deps
+	log     *slog.Logger
+	handler http.Handler
+}
+
+// New returns the server with its routes.
+func New(d Deps, log *slog.Logger) *Server {
+	s := &Server{Deps: d, log: log}
+	r := httprouter.New()
+	r.HandlerFunc(http.MethodGet, "/v1/screenshots/take", s.take)
+	r.HandlerFunc(http.MethodGet, "/health/live", s.live)
+	r.HandlerFunc(http.MethodGet, "/health/ready", s.ready)
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.writeError(w, req, screenshot.Errorf(screenshot.ENOTFOUND, "no such endpoint: %s", req.URL.Path))
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", "GET")
+		writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{Error: "method not allowed; use GET", RequestID: RequestID(req.Context())})
+	})
+	r.HandleOPTIONS = false
+	s.handler = s.wrap(r)
+	return s
+}
+
+// ServeHTTP serves a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) take(w http.ResponseWriter, r *http.Request) {
+	if err := s.serveTake(w, r); err != nil {
+		s.writeError(w, r, err)
+	}
+}
+
+// serveTake is the screenshot endpoint, step by step.
+func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return screenshot.Errorf(screenshot.EINVALID, "the query string is not valid URL encoding")
+	}
+	o, secret, err := s.Parser.Parse(q)
+	if err != nil {
+		return err
+	}
+	key, err := s.authenticate(ctx, secret)
+	if err != nil {
+		return err
+	}
+	reqInfo(ctx).keyID = key.ID
+	if err := s.Guard.CheckURL(ctx, o.URL); err != nil {
+		return err
+	}
+	release, err := s.Queue.Acquire(ctx)
+	if err != nil {
+		if errors.Is(err, queue.ErrFull) || errors.Is(err, queue.ErrTimeout) {
+			return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "all render slots are busy; try again shortly",
+				RetryAfter: s.Queue.RetryAfter(), Err: err}
+		}
+		return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the request was canceled while it waited", Err: err}
+	}
+	if o.BypassCSP {
+		u, _ := url.Parse(o.URL)
+		s.log.WarnContext(ctx, "bypass_csp used", "request_id", RequestID(ctx), "key_id", key.ID, "target_host", u.Hostname())
+	}
+	img, err := s.Renderer.Render(ctx, o)
+	release(err == nil)
+	if err != nil {
+		return err
+	}
+	writeImage(w, img, time.Hour)
+	return nil
+}
+
+func writeImage(w http.ResponseWriter, img *screenshot.Image, maxAge time.Duration) {
+	h := w.Header()
+	h.Set("Content-Type", img.Format.ContentType())
+	h.Set("Content-Length", strconv.Itoa(len(img.Data)))
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(maxAge/time.Second)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(img.Data)
+}
+
+// authenticate finds the key of the secret. Every failure is the same 403 so
+// that a caller learns nothing about which keys exist.
+func (s *Server) authenticate(ctx context.Context, secret string) (*screenshot.Key, error) {
+	k, err := s.Keys.KeyByHash(ctx, screenshot.HashSecret(secret))
+	if err != nil {
+		if screenshot.ErrorCode(err) == screenshot.ENOTFOUND {
+			return nil, screenshot.Errorf(screenshot.EUNAUTHORIZED, "invalid API key")
+		}
+		return nil, &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the key store is unavailable; try again shortly",
+			RetryAfter: 5 * time.Second, Err: err}
+	}
+	if k.Revoked() {
+		return nil, screenshot.Errorf(screenshot.EUNAUTHORIZED, "invalid API key")
+	}
+	return k, nil
+}
+
+func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive", "timestamp": time.Now().UTC().Format(time.RFC3339Nano)})
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	if s.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.Ready(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "timestamp": now, "error": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "timestamp": now})
+}

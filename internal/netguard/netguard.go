@@ -1,0 +1,225 @@
+// Package netguard is the outbound-request policy: which URLs the browser may
+// fetch. It reads hosts the way a browser does (numeric IPv4 forms included),
+// resolves names, and refuses any target with an address that is not public
+// unless private targets are allowed.
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shutterhq/shutter/internal/screenshot"
+)
+
+// Guard checks target URLs.
+type Guard struct {
+	// AllowPrivate lets loopback, private and link-local targets through.
+	AllowPrivate bool
+	// Resolver resolves host names; nil means net.DefaultResolver.
+	Resolver *net.Resolver
+	// Timeout bounds one resolution.
+	Timeout time.Duration
+}
+
+// ErrPrivate marks a refused non-public target.
+var ErrPrivate = errors.New("target address is not public")
+
+// CheckURL refuses a URL whose scheme is not http(s) or whose host resolves
+// to any address that is not public. A name that does not resolve is an
+// EUPSTREAM error; a refused address is EINVALID.
+func (g *Guard) CheckURL(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return screenshot.Errorf(screenshot.EINVALID, "not a valid URL")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	case "ws", "wss":
+	default:
+		return screenshot.Errorf(screenshot.EINVALID, "scheme %q is not allowed", u.Scheme)
+	}
+	if g.AllowPrivate {
+		return nil
+	}
+	host := strings.ToLower(u.Hostname())
+	addrs, err := g.resolve(ctx, host)
+	if err != nil {
+		return &screenshot.Error{Code: screenshot.EUPSTREAM,
+			Message: fmt.Sprintf("could not load the page: the host name %q could not be resolved", host), Err: err}
+	}
+	for _, a := range addrs {
+		if !IsPublic(a) {
+			return &screenshot.Error{Code: screenshot.EINVALID,
+				Message: fmt.Sprintf("target host %q resolves to %s, which is not a public address", host, a),
+				Err:     ErrPrivate}
+		}
+	}
+	return nil
+}
+
+// CheckRequest is CheckURL for the requests a page makes: schemes that never
+// reach the network (data:, blob:, about:) pass as they are.
+func (g *Guard) CheckRequest(ctx context.Context, raw string) error {
+	scheme, _, _ := strings.Cut(raw, ":")
+	switch strings.ToLower(scheme) {
+	case "data", "blob", "about":
+		return nil
+	}
+	return g.CheckURL(ctx, raw)
+}
+
+func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	if a, ok := ParseHost(host); ok {
+		return []netip.Addr{a}, nil
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	r := g.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	timeout := g.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ips, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, err
+	}
+	if len(ips) == 0 {
+		return nil, errors.New("no addresses")
+	}
+	return ips, nil
+}
+
+// ParseHost reads host as a browser would when it is an IP address: IPv6 in
+// brackets or not, and IPv4 in the WHATWG forms (decimal 2130706433, octal
+// 0177.0.0.1, hex 0x7f.1, short 127.1).
+func ParseHost(host string) (netip.Addr, bool) {
+	h := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.WithZone(""), true
+	}
+	return parseIPv4(strings.TrimSuffix(host, "."))
+}
+
+func parseIPv4(s string) (netip.Addr, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) == 0 || len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		n, ok := parseIPv4Number(p)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		nums[i] = n
+	}
+	for _, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return netip.Addr{}, false
+	}
+	v := last
+	for i, n := range nums[:len(nums)-1] {
+		v += n << (8 * (3 - i))
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+func parseIPv4Number(p string) (uint64, bool) {
+	if p == "" {
+		return 0, false
+	}
+	base := 10
+	switch {
+	case strings.HasPrefix(p, "0x") || strings.HasPrefix(p, "0X"):
+		p, base = p[2:], 16
+		if p == "" {
+			return 0, true
+		}
+	case len(p) > 1 && p[0] == '0':
+		p, base = p[1:], 8
+	}
+	n, err := strconv.ParseUint(p, base, 32)
+	return n, err == nil
+}
+
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("::/128"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("fc00::/7"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("ff00::/8"),
+}
+
+// IsPublic reports whether a is a globally routable unicast address. IPv6
+// forms that embed an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo)
+// are judged by the address they embed.
+func IsPublic(a netip.Addr) bool {
+	a = a.WithZone("")
+	if a.Is4In6() {
+		return IsPublic(a.Unmap())
+	}
+	if a.Is6() {
+		b := a.As16()
+		switch {
+		case isZero(b[:12]): // IPv4-compatible ::a.b.c.d
+			return IsPublic(netip.AddrFrom4([4]byte(b[12:])))
+		case b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && isZero(b[4:12]): // NAT64 64:ff9b::/96
+			return IsPublic(netip.AddrFrom4([4]byte(b[12:])))
+		case b[0] == 0x20 && b[1] == 0x02: // 6to4 2002::/16
+			return IsPublic(netip.AddrFrom4([4]byte(b[2:6])))
+		case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0: // Teredo 2001::/32, client address inverted
+			v4 := [4]byte{^b[12], ^b[13], ^b[14], ^b[15]}
+			return IsPublic(netip.AddrFrom4(v4))
+		}
+	}
+	for _, p := range nonPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return a.IsGlobalUnicast()
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}

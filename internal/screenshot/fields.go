@@ -1,0 +1,167 @@
+package screenshot
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// NormalizeURL checks that raw is an absolute http or https URL without user
+// information and returns it with a lower-case scheme and host.
+func NormalizeURL(raw string) (*url.URL, error) {
+	if strings.TrimSpace(raw) != raw {
+		return nil, Errorf(EINVALID, "parameter url must not start or end with white space")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, Errorf(EINVALID, "parameter url is not a valid URL")
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, Errorf(EINVALID, "parameter url must start with http:// or https://")
+	}
+	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
+		return nil, Errorf(EINVALID, "parameter url must name a host, as in https://example.com/")
+	}
+	if u.User != nil {
+		return nil, Errorf(EINVALID, "parameter url must not contain user information (user:password@)")
+	}
+	u.Host = strings.ToLower(u.Host)
+	return u, nil
+}
+
+func applyURL(o *Options, v value) error {
+	u, err := NormalizeURL(v.s)
+	if err != nil {
+		return err
+	}
+	o.URL = u.String()
+	return nil
+}
+
+func applyUserAgent(o *Options, v value) error {
+	if !httpguts.ValidHeaderFieldValue(v.s) {
+		return Errorf(EINVALID, "parameter user_agent contains characters that are not allowed in a header")
+	}
+	o.UserAgent = v.s
+	return nil
+}
+
+func applyBlockRequests(o *Options, v value) error {
+	for line := range strings.SplitSeq(v.s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.Trim(line, "*") == "" {
+			return Errorf(EINVALID, "parameter block_requests: pattern %q would block every request, including the page itself", clip(line, 32))
+		}
+		o.BlockRequests = append(o.BlockRequests, line)
+	}
+	return nil
+}
+
+func applyBlockResources(o *Options, v value) error {
+	o.BlockResources = v.arr
+	return nil
+}
+
+// forbiddenHeaders may not be set by the client: they belong to the browser's
+// own connection handling, or would let a request be smuggled.
+var forbiddenHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Connection": true, "Keep-Alive": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Proxy-Connection": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// ParseHeaders parses `Name: Value` lines. Lines may end in CRLF; a CR or LF
+// anywhere else, an invalid name or value, or a forbidden name is refused.
+func ParseHeaders(s string) ([]Header, error) {
+	var out []Header
+	for n, line := range strings.Split(s, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, Errorf(EINVALID, "parameter headers: line %d is not of the form Name: Value", n+1)
+		}
+		val = strings.TrimSpace(val)
+		if !httpguts.ValidHeaderFieldName(name) {
+			return nil, Errorf(EINVALID, "parameter headers: line %d has an invalid header name", n+1)
+		}
+		if !httpguts.ValidHeaderFieldValue(val) || strings.ContainsAny(val, "\r\n") {
+			return nil, Errorf(EINVALID, "parameter headers: line %d has an invalid header value", n+1)
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if forbiddenHeaders[canon] {
+			return nil, Errorf(EINVALID, "parameter headers: %s may not be set", canon)
+		}
+		out = append(out, Header{Name: canon, Value: val})
+	}
+	return out, nil
+}
+
+func applyHeaders(o *Options, v value) error {
+	h, err := ParseHeaders(v.s)
+	o.Headers = h
+	return err
+}
+
+// ParseCookies parses Set-Cookie lines. Lines may end in CRLF.
+func ParseCookies(s string) ([]*http.Cookie, error) {
+	var out []*http.Cookie
+	for n, line := range strings.Split(s, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if strings.ContainsAny(line, "\r") {
+			return nil, Errorf(EINVALID, "parameter cookies: line %d contains a carriage return", n+1)
+		}
+		c, err := http.ParseSetCookie(line)
+		if err != nil {
+			return nil, Errorf(EINVALID, "parameter cookies: line %d is not a valid Set-Cookie value (name=value; attributes)", n+1)
+		}
+		if c.Path == "" {
+			c.Path = "/"
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func applyCookies(o *Options, v value) error {
+	c, err := ParseCookies(v.s)
+	o.Cookies = c
+	return err
+}
+
+// MatchPattern reports whether the URL matches a block_requests pattern. `*`
+// matches any run of characters; a pattern without `*` matches any URL that
+// contains it. Matching is case-insensitive and linear in time.
+func MatchPattern(pattern, u string) bool {
+	pattern, u = strings.ToLower(pattern), strings.ToLower(u)
+	if !strings.Contains(pattern, "*") {
+		return strings.Contains(u, pattern)
+	}
+	parts := strings.Split(pattern, "*")
+	// The first part anchors at the start, the last at the end; the middle
+	// parts are found greedily left to right, which is correct for `*` alone.
+	if !strings.HasPrefix(u, parts[0]) {
+		return false
+	}
+	u = u[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(u, p)
+		if i < 0 {
+			return false
+		}
+		u = u[i+len(p):]
+	}
+	return strings.HasSuffix(u, last) && len(u) >= len(last)
+}
