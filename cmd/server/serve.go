@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/browserpath"
 	"github.com/shutterhq/shutter/internal/chromium"
 	"github.com/shutterhq/shutter/internal/config"
 	"github.com/shutterhq/shutter/internal/embedded"
@@ -76,7 +77,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		pcfg.Check = func(u string) error { return guard.CheckRequest(context.Background(), u) }
 	}
 	if len(cfg.BrowserURLs) == 0 {
-		if pcfg.ExecPath, err = chromium.FindChrome(cfg.ChromePath); err != nil {
+		if pcfg.ExecPath, err = browserpath.Find(cfg.ChromePath); err != nil {
 			return err
 		}
 	}

@@ -2,11 +2,8 @@ package chromium
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -47,10 +44,36 @@ type browser struct {
 	lastErr  atomic.Pointer[string]
 }
 
+// current returns the running browser, or nil while it is down (also in the
+// moment between its death and the supervisor noticing).
 func (b *browser) current() *conn {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.cur
+	c := b.cur
+	b.mu.Unlock()
+	if c == nil || c.gone() {
+		return nil
+	}
+	return c
+}
+
+// gone reports whether the browser has died or disconnected.
+func (c *conn) gone() bool {
+	if c.ctx.Err() != nil {
+		return true
+	}
+	select {
+	case <-c.lost:
+		return true
+	default:
+	}
+	if cc := chromedp.FromContext(c.ctx); cc != nil && cc.Browser != nil {
+		select {
+		case <-cc.Browser.LostConnection:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 func (b *browser) set(c *conn) {
@@ -190,28 +213,4 @@ func remoteLauncher(endpoint string) func(ctx context.Context) (*conn, error) {
 		bctx, cancelB := chromedp.NewContext(allocCtx)
 		return start(bctx, func() { cancelB(); cancelAlloc() })
 	}
-}
-
-// FindChrome returns the browser to launch: path when given, else the first
-// of the known names on PATH. Debian's /usr/bin/chromium-headless-shell is a
-// wrapper script that does not exec, so the real binary is preferred: killing
-// the wrapper would orphan the browser.
-func FindChrome(path string) (string, error) {
-	if path != "" {
-		if _, err := os.Stat(path); err != nil {
-			return "", fmt.Errorf("CHROME_PATH %q: %w", path, err)
-		}
-		return path, nil
-	}
-	for _, p := range []string{"/usr/lib/chromium/chromium-headless-shell"} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	for _, name := range []string{"chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("no Chromium found: install Debian's chromium-headless-shell (apt-get install -y --no-install-recommends chromium-headless-shell), set CHROME_PATH, or set BROWSER_URLS")
 }

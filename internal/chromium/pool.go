@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -225,10 +226,9 @@ func (p *Pool) Render(ctx context.Context, o *screenshot.Options) (*screenshot.I
 	defer b.active.Add(-1)
 	img, err := p.render(ctx, c, o)
 	if err != nil {
-		select {
-		case <-c.lost:
+		var exit *exec.ExitError
+		if c.gone() || errors.As(err, &exit) {
 			return nil, errBrowserLost(err)
-		default:
 		}
 		return nil, classify(ctx, err)
 	}

@@ -1,0 +1,74 @@
+# Shutter. `make run` serves on the embedded default; `make test` installs and
+# starts what the tests need, runs them all, and stops what it started.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       := $(CURDIR)/bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/shutterhq/shutter/internal/version.Version=$(VERSION)
+# Tool builds live outside the clone, keyed by version, so a fresh clone
+# reuses them.
+CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/shutter
+
+export CGO_ENABLED ?= 0
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: deps
+deps: ## Install Chromium (Debian's chromium-headless-shell) when no browser is found.
+	@if [ -n "$${CHROME_PATH:-}" ] && [ -x "$${CHROME_PATH}" ]; then exit 0; fi; \
+	for p in /usr/lib/chromium/chromium-headless-shell chromium-headless-shell chromium google-chrome; do \
+		if command -v $$p >/dev/null 2>&1; then exit 0; fi; \
+	done; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo ">> installing chromium-headless-shell"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium-headless-shell fonts-dejavu-core >/dev/null; \
+	else \
+		echo "No Chromium found. Install one of:"; \
+		echo "  Debian/Ubuntu (as root): apt-get install -y --no-install-recommends chromium-headless-shell"; \
+		echo "  or set CHROME_PATH to a Chromium/Chrome binary, or BROWSER_URLS to running headless browsers."; \
+		exit 1; \
+	fi
+
+.PHONY: build
+build: ## Build bin/server and bin/operator.
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/server ./cmd/server
+
+.PHONY: run
+run: deps build ## Serve on :3000 with the embedded default (data in ./data).
+	ALLOW_PRIVATE_TARGETS=$${ALLOW_PRIVATE_TARGETS:-false} $(BIN)/server serve
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: test
+test: deps lint ## Install components, run every test (CI=true: missing components fail).
+	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME.
+	@for t in FuzzParse FuzzParseHeaders FuzzParseCookies FuzzMatchPattern; do \
+		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/screenshot >/dev/null; \
+	done
+	@for t in FuzzParseHost; do \
+		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/netguard >/dev/null; \
+	done
+
+.PHONY: bench
+bench: deps ## Render benchmarks: Shutter next to a raw chromedp baseline.
+	$(GO) test -run '^$$' -bench . -benchtime 40x -timeout 30m ./internal/chromium ./internal/httpapi ./internal/screenshot
+	$(GO) run ./internal/chromium/cmd/renderbench
+
+.PHONY: clean
+clean: ## Remove build output.
+	rm -rf $(BIN)
