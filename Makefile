@@ -58,16 +58,15 @@ FUZZTIME ?= 30s
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME.
 	@for t in FuzzParse FuzzParseHeaders FuzzParseCookies FuzzMatchPattern; do \
-		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/screenshot >/dev/null; \
+		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/screenshot 2>&1 | tail -1; \
 	done
 	@for t in FuzzParseHost; do \
-		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/netguard >/dev/null; \
+		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/netguard 2>&1 | tail -1; \
 	done
 
 .PHONY: bench
 bench: deps ## Render benchmarks: Shutter next to a raw chromedp baseline.
-	$(GO) test -run '^$$' -bench . -benchtime 40x -timeout 30m ./internal/chromium ./internal/httpapi ./internal/screenshot
-	$(GO) run ./internal/chromium/cmd/renderbench
+	$(GO) test -run '^$$' -bench . -benchtime 40x -timeout 30m ./internal/chromium ./internal/screenshot
 
 .PHONY: clean
 clean: ## Remove build output.

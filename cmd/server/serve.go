@@ -70,7 +70,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets}
 	pcfg := chromium.Config{
 		Local: cfg.LocalBrowsers, URLs: cfg.BrowserURLs,
-		Timeout: cfg.ScreenshotTimeout, LoadTimeout: cfg.PageLoadTimeout,
+		Timeout: cfg.ScreenshotTimeout, LoadTimeout: cfg.PageLoadTimeout, IdleTime: cfg.NetworkIdle,
 	}
 	if !cfg.AllowPrivateTargets {
 		// Every request of the page passes the same policy as its URL.

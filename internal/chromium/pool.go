@@ -54,7 +54,7 @@ func (c *Config) defaults() {
 		c.LoadTimeout = c.Timeout
 	}
 	if c.IdleTime <= 0 {
-		c.IdleTime = 50 * time.Millisecond
+		c.IdleTime = 30 * time.Millisecond
 	}
 	if c.IdleMax <= 0 {
 		c.IdleMax = 2 * time.Second

@@ -556,3 +556,30 @@ func netListen() (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+func TestLoadTimeout(t *testing.T) {
+	p, err := startPool(Config{ExecPath: testenv.Chrome(t), Timeout: 20 * time.Second, LoadTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	// The document arrives, but an image never finishes, so the load event
+	// never fires.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, `<img src="/never.png">`)
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	_, err = p.Render(context.Background(), opts(t, srv.URL))
+	if screenshot.ErrorCode(err) != screenshot.ETIMEOUT || !strings.Contains(screenshot.ErrorMessage(err), "did not finish loading within 1s") {
+		t.Fatalf("err = %v, want ETIMEOUT for the load", err)
+	}
+}

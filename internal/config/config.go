@@ -46,6 +46,7 @@ type Config struct {
 	QueueTimeout        time.Duration
 	ScreenshotTimeout   time.Duration
 	PageLoadTimeout     time.Duration
+	NetworkIdle         time.Duration
 	MaxWidth, MaxHeight int
 	DefaultWidth        int
 	DefaultHeight       int

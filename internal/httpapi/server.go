@@ -100,11 +100,13 @@ func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 		u, _ := url.Parse(o.URL)
 		s.log.WarnContext(ctx, "bypass_csp used", "request_id", RequestID(ctx), "key_id", key.ID, "target_host", u.Hostname())
 	}
+	rendered := false
+	defer func() { release(rendered) }() // also when the render panics
 	img, err := s.Renderer.Render(ctx, o)
-	release(err == nil)
 	if err != nil {
 		return err
 	}
+	rendered = true
 	writeImage(w, img, time.Hour)
 	return nil
 }

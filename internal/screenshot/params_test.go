@@ -213,3 +213,14 @@ func TestParamsTableIsComplete(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkParse(b *testing.B) {
+	p := NewParser(DefaultLimits)
+	q, _ := url.ParseQuery("api_key=ss_live_x&url=https://example.com/a&width=1280&height=720&format=png&headers=X-A:%201&cookies=a=b&block_resources=image,font")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := p.Parse(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package chromium
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/shutterhq/shutter/internal/testenv"
+)
+
+const benchPage = `<!doctype html><html><head><style>
+body{font-family:sans-serif;margin:0;background:linear-gradient(#fafafa,#dde)}
+header{background:#224;color:#fff;padding:24px 40px;font-size:28px}
+main{display:grid;grid-template-columns:repeat(3,1fr);gap:24px;padding:40px}
+.card{background:#fff;border-radius:12px;box-shadow:0 2px 8px #0003;padding:20px;height:160px}
+</style></head><body><header>Shutter benchmark page</header><main>
+<div class="card"><h2>One</h2><p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p></div>
+<div class="card"><h2>Two</h2><p>Sed do eiusmod tempor incididunt ut labore et dolore magna aliqua.</p></div>
+<div class="card"><h2>Three</h2><p>Ut enim ad minim veniam, quis nostrud exercitation ullamco.</p></div>
+<div class="card"><h2>Four</h2><p>Duis aute irure dolor in reprehenderit in voluptate velit.</p></div>
+<div class="card"><h2>Five</h2><p>Excepteur sint occaecat cupidatat non proident.</p></div>
+<div class="card"><h2>Six</h2><p>Sunt in culpa qui officia deserunt mollit anim id est laborum.</p></div>
+</main></body></html>`
+
+// benchResults keeps the p50 of each variant so that the ratio benchmark
+// can compare Shutter with the raw baseline of the same run.
+var benchResults sync.Map // name → time.Duration
+
+// measure runs b.N shots at the given concurrency and reports p50, p95 and
+// throughput.
+func measure(b *testing.B, name string, conc int, shot func() error) {
+	b.Helper()
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, b.N)
+	next := make(chan struct{}, b.N)
+	for range b.N {
+		next <- struct{}{}
+	}
+	close(next)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for range next {
+				t0 := time.Now()
+				if err := shot(); err != nil {
+					b.Error(err)
+					return
+				}
+				d := time.Since(t0)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return
+	}
+	p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p(0.95).Microseconds())/1000, "p95-ms")
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "shots/s")
+	b.ReportMetric(0, "ns/op")
+	benchResults.Store(name, p(0.50))
+}
+
+// BenchmarkRender compares Shutter's render (fresh browser context, emulation,
+// network-quiet wait) with a raw chromedp baseline (one browser, a new
+// browser context per shot, navigate, capture) on the same page and format.
+// Run with: go test -run '^$' -bench Render -benchtime 40x ./internal/chromium
+func BenchmarkRender(b *testing.B) {
+	path := testenv.Chrome(b)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, benchPage)
+	}))
+	defer site.Close()
+
+	p, err := startPool(Config{ExecPath: path, Timeout: 30 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := startPool(Config{ExecPath: path, Timeout: 30 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rawCtx := raw.browsers[0].current().ctx
+
+	slots := []int{1, 10}
+	for _, format := range []string{"png", "jpeg"} {
+		o := opts(b, site.URL, "format", format, "width", "1280", "height", "720")
+		for _, conc := range slots {
+			suffix := format + "/c" + strconv.Itoa(conc)
+			b.Run("raw/"+suffix, func(b *testing.B) {
+				measure(b, "raw/"+suffix, conc, func() error { return rawShot(rawCtx, site.URL, format) })
+			})
+			b.Run("shutter/"+suffix, func(b *testing.B) {
+				measure(b, "shutter/"+suffix, conc, func() error {
+					_, err := p.Render(context.Background(), o)
+					return err
+				})
+			})
+			b.Run("ratio/"+suffix, func(b *testing.B) {
+				r, ok1 := benchResults.Load("raw/" + suffix)
+				s, ok2 := benchResults.Load("shutter/" + suffix)
+				if ok1 && ok2 {
+					b.ReportMetric(float64(s.(time.Duration))/float64(r.(time.Duration)), "p50-shutter/raw")
+					b.ReportMetric(0, "ns/op")
+				}
+			})
+		}
+	}
+}
+
+// rawShot is the baseline: what a hand-written chromedp program does.
+func rawShot(browserCtx context.Context, url, format string) error {
+	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	defer func() { go cancel() }()
+	tctx, tcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer tcancel()
+	q := int64(80)
+	params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormat(format)}
+	if format != "png" {
+		params.Quality = &q
+	}
+	return chromedp.Do(tctx,
+		call(emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 720, DeviceScaleFactor: 1}),
+		chromedp.Navigate(url),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, page.CaptureScreenshot, params)
+			return err
+		}),
+	)
+}
