@@ -47,8 +47,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		<-ctx.Done()
-		log.Info("shutting down", "grace", cfg.ShutdownGrace)
-		return m.Close()
+		log.Info("shutting down", "delay", cfg.ShutdownDelay, "grace", cfg.ShutdownGrace)
+		if err := m.Shutdown(); err != nil {
+			return err
+		}
+		log.Info("stopped")
+		return nil
 	case "keys":
 		return keysCommand(ctx, cfg, args, stdout)
 	case "migrate":

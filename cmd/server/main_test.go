@@ -68,7 +68,7 @@ func TestEndToEnd(t *testing.T) {
 	}))
 	defer site.Close()
 
-	env := environ{"PORT": "0", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome, "ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error"}
+	env := environ{"PORT": "0", "METRICS_PORT": "0", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome, "ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error"}
 
 	// Keys are made by the CLI; the secret is the last line.
 	out := cli(t, env, "keys", "create", "--plan", "pro", "--name", "e2e", "--domains", "Example.com,*.example.org")
@@ -123,7 +123,7 @@ func TestPrivateTargetRefused(t *testing.T) {
 	var hits atomic.Int64
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer site.Close()
-	env := environ{"PORT": "0", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome, "LOG_LEVEL": "error"}
+	env := environ{"PORT": "0", "METRICS_PORT": "0", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome, "LOG_LEVEL": "error"}
 	out := cli(t, env, "keys", "create", "--plan", "free")
 	secret := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
 	secret = strings.TrimSpace(secret)
@@ -142,7 +142,7 @@ func TestPrivateTargetRefused(t *testing.T) {
 
 func TestDevelopmentKeyPrintedOnce(t *testing.T) {
 	chrome := testenv.Chrome(t)
-	env := environ{"PORT": "0", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome, "LOG_LEVEL": "error"}
+	env := environ{"PORT": "0", "METRICS_PORT": "0", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome, "LOG_LEVEL": "error"}
 	cfg, _ := config.Load(env.get)
 	var stderr bytes.Buffer
 	m := &Main{Config: cfg, Log: newLogger(cfg, io.Discard), Stderr: &stderr}

@@ -8,17 +8,24 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/shutterhq/shutter/internal/browserpath"
 	"github.com/shutterhq/shutter/internal/chromium"
 	"github.com/shutterhq/shutter/internal/config"
 	"github.com/shutterhq/shutter/internal/embedded"
+	"github.com/shutterhq/shutter/internal/health"
 	"github.com/shutterhq/shutter/internal/httpapi"
+	"github.com/shutterhq/shutter/internal/metrics"
 	"github.com/shutterhq/shutter/internal/netguard"
+	"github.com/shutterhq/shutter/internal/openapi"
 	"github.com/shutterhq/shutter/internal/queue"
 	"github.com/shutterhq/shutter/internal/screenshot"
+	"github.com/shutterhq/shutter/internal/version"
 )
 
 // store is what the server needs of a key store backend.
@@ -42,19 +49,22 @@ type Main struct {
 	Log    *slog.Logger
 	Stderr io.Writer
 
-	// Addr is the listening address once Run has returned.
-	Addr string
+	// Addr and MetricsAddr are the listening addresses once Run has returned.
+	Addr, MetricsAddr string
 
-	store  store
-	pool   *chromium.Pool
-	http   *http.Server
-	served chan error
+	store   store
+	pool    *chromium.Pool
+	queue   *queue.Queue
+	api     *httpapi.Server
+	http    *http.Server
+	metrics *http.Server
 }
 
 // Run opens the stores, starts the browsers and starts serving. It returns
 // once the server listens.
 func (m *Main) Run(ctx context.Context) (err error) {
 	cfg := m.Config
+	started := time.Now()
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -67,10 +77,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	mx := metrics.New()
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets}
 	pcfg := chromium.Config{
 		Local: cfg.LocalBrowsers, URLs: cfg.BrowserURLs,
 		Timeout: cfg.ScreenshotTimeout, LoadTimeout: cfg.PageLoadTimeout, IdleTime: cfg.NetworkIdle,
+		OnBlocked: func(category string) { mx.Blocked.WithLabelValues(category).Inc() },
 	}
 	if !cfg.AllowPrivateTargets {
 		// Every request of the page passes the same policy as its URL.
@@ -89,12 +101,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.pool.Start(sctx); err != nil {
 		return err
 	}
+	m.queue = queue.New(cfg.MaxConcurrent, cfg.MaxQueued, cfg.QueueTimeout)
+	m.registerGauges(mx)
 
-	srv := httpapi.New(httpapi.Deps{
-		Parser:   screenshot.NewParser(screenshot.Limits{DefaultWidth: cfg.DefaultWidth, DefaultHeight: cfg.DefaultHeight, MaxWidth: cfg.MaxWidth, MaxHeight: cfg.MaxHeight}),
+	parser := screenshot.NewParser(screenshot.Limits{DefaultWidth: cfg.DefaultWidth, DefaultHeight: cfg.DefaultHeight, MaxWidth: cfg.MaxWidth, MaxHeight: cfg.MaxHeight})
+	m.api = httpapi.New(httpapi.Deps{
+		Parser:   parser,
 		Keys:     m.store,
 		Guard:    guard,
-		Queue:    queue.New(cfg.MaxConcurrent, cfg.MaxQueued, cfg.QueueTimeout),
+		Queue:    m.queue,
 		Renderer: m.pool,
 		Ready: func(ctx context.Context) error {
 			if err := m.store.Ping(ctx); err != nil {
@@ -105,25 +120,51 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			}
 			return nil
 		},
+		Health:  &health.Checker{Checks: m.checks(), Version: version.String(), Started: started},
+		Metrics: mx,
+		OpenAPI: openapi.Document(parser.Params()),
 	}, m.Log)
 
-	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port)))
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	m.Addr = ln.Addr().String()
 	m.http = &http.Server{
-		Handler:           srv,
+		Handler:           m.api,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
-	m.served = make(chan error, 1)
-	go func() { m.served <- m.http.Serve(ln) }()
-	m.Log.InfoContext(ctx, "listening", "addr", m.Addr, "env", cfg.NodeEnv, "browsers", len(m.pool.Stats()),
-		"max_concurrent", cfg.MaxConcurrent)
+	if m.Addr, err = serve(m.http, cfg.Port); err != nil {
+		return err
+	}
+	if cfg.MetricsPort >= 0 {
+		m.metrics = &http.Server{Handler: mx.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		if m.MetricsAddr, err = serve(m.metrics, cfg.MetricsPort); err != nil {
+			return fmt.Errorf("METRICS_PORT: %w", err)
+		}
+	}
+	m.Log.InfoContext(ctx, "listening", "addr", m.Addr, "metrics_addr", m.MetricsAddr, "env", cfg.NodeEnv,
+		"version", version.String(), "browsers", len(m.pool.Stats()), "max_concurrent", cfg.MaxConcurrent)
 	return nil
+}
+
+func serve(s *http.Server, port int) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+	if err != nil {
+		return "", fmt.Errorf("listen: %w", err)
+	}
+	go s.Serve(ln)
+	return ln.Addr().String(), nil
+}
+
+// Shutdown is the graceful stop of SIGTERM: readiness fails first, then after
+// SHUTDOWN_DELAY_MS (time for load balancers to notice) the listener closes
+// and requests in flight get SHUTDOWN_GRACE_MS to finish; then everything is
+// closed.
+func (m *Main) Shutdown() error {
+	if m.api != nil {
+		m.api.Drain()
+		time.Sleep(m.Config.ShutdownDelay)
+	}
+	return m.Close()
 }
 
 // Close stops accepting requests, lets those in flight finish within the
@@ -133,10 +174,13 @@ func (m *Main) Close() error {
 	if m.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownGrace)
 		if err := m.http.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("requests still running after SHUTDOWN_GRACE_MS: %w", err))
 			m.http.Close()
 		}
 		cancel()
+	}
+	if m.metrics != nil {
+		m.metrics.Close()
 	}
 	if m.pool != nil {
 		errs = append(errs, m.pool.Close())
@@ -145,6 +189,100 @@ func (m *Main) Close() error {
 		errs = append(errs, m.store.Close())
 	}
 	return errors.Join(errs...)
+}
+
+func (m *Main) registerGauges(mx *metrics.Metrics) {
+	q := m.queue
+	mx.Gauge("shutter_queue_waiting", "Requests waiting for a render slot.", func() float64 { return float64(q.Stats().Waiting) })
+	mx.Gauge("shutter_queue_active", "Renders in progress.", func() float64 { return float64(q.Stats().Active) })
+	mx.Gauge("shutter_queue_slots", "Render slots (MAX_CONCURRENT_SCREENSHOTS).", func() float64 { return float64(q.Stats().Slots) })
+	mx.Counter("shutter_renders_completed_total", "Renders that produced an image.", func() float64 { return float64(q.Stats().Completed) })
+	mx.Counter("shutter_renders_failed_total", "Renders that failed.", func() float64 { return float64(q.Stats().Failed) })
+	mx.Gauge("shutter_browsers", "Browsers in the pool.", func() float64 { return float64(len(m.pool.Stats())) })
+	mx.Gauge("shutter_browsers_ready", "Browsers ready to render.", func() float64 {
+		n := 0
+		for _, b := range m.pool.Stats() {
+			if b.Ready {
+				n++
+			}
+		}
+		return float64(n)
+	})
+	mx.Counter("shutter_browser_restarts_total", "Browser relaunches and reconnections.", func() float64 {
+		var n int64
+		for _, b := range m.pool.Stats() {
+			n += b.Restarts
+		}
+		return float64(n)
+	})
+}
+
+// checks are the components of /health in the embedded default.
+func (m *Main) checks() []health.Check {
+	return []health.Check{
+		{Name: "database", Critical: true, Run: func(ctx context.Context) (string, map[string]any, error) {
+			return health.Pass, map[string]any{"backend": "sqlite"}, m.store.Ping(ctx)
+		}},
+		{Name: "storage", Run: func(ctx context.Context) (string, map[string]any, error) {
+			return dataDirCheck(m.Config.DataDir)
+		}},
+		{Name: "queue", Run: func(ctx context.Context) (string, map[string]any, error) {
+			st := m.queue.Stats()
+			running := m.pool.Ready()
+			d := map[string]any{"waiting": st.Waiting, "active": st.Active, "completed": st.Completed,
+				"failed": st.Failed, "workerRunning": running, "slots": st.Slots}
+			if !running {
+				return health.Warn, d, errors.New("no browser is ready to take jobs")
+			}
+			return health.Pass, d, nil
+		}},
+		{Name: "s3", Run: func(ctx context.Context) (string, map[string]any, error) {
+			return health.Pass, map[string]any{"configured": false}, nil
+		}},
+		{Name: "browser", Critical: true, Run: func(ctx context.Context) (string, map[string]any, error) {
+			stats := m.pool.Stats()
+			ready := 0
+			for _, b := range stats {
+				if b.Ready {
+					ready++
+				}
+			}
+			d := map[string]any{"browsers": stats, "ready": ready}
+			switch {
+			case ready == 0:
+				return health.Fail, d, errors.New("no browser is ready")
+			case ready < len(stats):
+				return health.Warn, d, fmt.Errorf("%d of %d browsers are down", len(stats)-ready, len(stats))
+			}
+			return health.Pass, d, nil
+		}},
+	}
+}
+
+// dataDirCheck writes and removes a file in the data directory and reports
+// the free space; under 100 MiB free it warns.
+func dataDirCheck(dir string) (string, map[string]any, error) {
+	d := map[string]any{"path": dir}
+	f, err := os.CreateTemp(dir, ".health-*")
+	if err != nil {
+		return health.Fail, d, fmt.Errorf("data directory not writable: %w", err)
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("ok"))
+	f.Close()
+	os.Remove(name)
+	if werr != nil {
+		return health.Fail, d, fmt.Errorf("data directory not writable: %w", werr)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Clean(dir), &st); err == nil {
+		free := st.Bavail * uint64(st.Bsize)
+		d["freeBytes"] = free
+		if free < 100<<20 {
+			return health.Warn, d, fmt.Errorf("only %d MiB free in the data directory", free>>20)
+		}
+	}
+	return health.Pass, d, nil
 }
 
 // ensureDevKey creates a first key in development when there is none, so that

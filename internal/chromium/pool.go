@@ -41,6 +41,9 @@ type Config struct {
 	// Check, when set, decides for every request that the browser makes
 	// whether it may go out; a refusal fails the request in the browser.
 	Check func(url string) error
+	// OnBlocked, when set, is told the category of every request blocked in
+	// the browser: block_requests, block_resources or outbound_policy.
+	OnBlocked func(category string)
 }
 
 func (c *Config) defaults() {

@@ -216,10 +216,10 @@ func cookieParams(cs []*http.Cookie) []*network.CookieParam {
 
 // decide lets a paused request go on or fails it.
 func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fetch.EventRequestPaused) {
-	why := blockReason(o, string(e.ResourceType), e.Request.URL)
+	why, category := blockReason(o, string(e.ResourceType), e.Request.URL)
 	if why == "" && p.cfg.Check != nil {
 		if err := p.cfg.Check(e.Request.URL); err != nil {
-			why = screenshot.ErrorMessage(err)
+			why, category = screenshot.ErrorMessage(err), "outbound_policy"
 		}
 	}
 	if why == "" {
@@ -232,24 +232,27 @@ func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fe
 		st.docBlocked = why
 	}
 	st.mu.Unlock()
+	if p.cfg.OnBlocked != nil {
+		p.cfg.OnBlocked(category)
+	}
 	chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 }
 
 // blockReason says why block_resources or block_requests refuse a request,
-// or "" when they let it through.
-func blockReason(o *screenshot.Options, resourceType, url string) string {
+// and which of them does; "" when they let it through.
+func blockReason(o *screenshot.Options, resourceType, url string) (why, category string) {
 	rt := strings.ToLower(resourceType)
 	for _, b := range o.BlockResources {
 		if b == rt {
-			return "the page itself is blocked by block_resources=" + b
+			return "the page itself is blocked by block_resources=" + b, "block_resources"
 		}
 	}
 	for _, pat := range o.BlockRequests {
 		if screenshot.MatchPattern(pat, url) {
-			return "the page itself is blocked by the block_requests pattern " + pat
+			return "the page itself is blocked by the block_requests pattern " + pat, "block_requests"
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // waitIdle waits after the load event until the network has been quiet for

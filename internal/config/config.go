@@ -56,6 +56,8 @@ type Config struct {
 	LocalBrowsers       int
 	AllowPrivateTargets bool
 	ShutdownGrace       time.Duration
+	ShutdownDelay       time.Duration
+	MetricsPort         int // -1: no metrics listener
 
 	LogLevel  string // debug | info | warn | error
 	LogFormat string // json | text
@@ -111,6 +113,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		QueueTimeout:        r.ms("QUEUE_TIMEOUT_MS", 10000, 1, 600_000),
 		ScreenshotTimeout:   r.ms("SCREENSHOT_TIMEOUT", 30000, 1000, 600_000),
 		PageLoadTimeout:     r.ms("MAX_PAGE_LOAD_TIMEOUT", 30000, 500, 600_000),
+		NetworkIdle:         r.ms("NETWORK_IDLE_MS", 30, 1, 10_000),
 		MaxWidth:            r.int("MAX_SCREENSHOT_WIDTH", 3840, 100, 16384),
 		MaxHeight:           r.int("MAX_SCREENSHOT_HEIGHT", 2160, 100, 16384),
 		DefaultWidth:        r.int("DEFAULT_VIEWPORT_WIDTH", 1280, 100, 16384),
@@ -120,6 +123,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		LocalBrowsers:       r.int("LOCAL_BROWSERS", 1, 1, 32),
 		AllowPrivateTargets: r.bool("ALLOW_PRIVATE_TARGETS", false),
 		ShutdownGrace:       r.ms("SHUTDOWN_GRACE_MS", 30000, 0, 600_000),
+		ShutdownDelay:       r.ms("SHUTDOWN_DELAY_MS", 0, 0, 600_000),
+		MetricsPort:         r.int("METRICS_PORT", 9464, -1, 65535),
 		LogLevel:            r.enum("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		Storage: Storage{
 			AccessKeyID:     r.str("STORAGE_ACCESS_KEY_ID", ""),

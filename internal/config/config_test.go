@@ -22,6 +22,16 @@ func TestDefaults(t *testing.T) {
 		c.RedisHost != "localhost" || c.BillingEnvironment != "sandbox" || c.AllowPrivateTargets || c.LogFormat != "text" {
 		t.Errorf("defaults = %+v", c)
 	}
+	if c.NetworkIdle != 30*time.Millisecond || c.ShutdownDelay != 0 || c.ShutdownGrace != 30*time.Second ||
+		c.MetricsPort != 9464 || c.MaxQueued != 100 || c.QueueTimeout != 10*time.Second || c.LocalBrowsers != 1 {
+		t.Errorf("added settings' defaults = %+v", c)
+	}
+	c, err = Load(env(map[string]string{"NETWORK_IDLE_MS": "200", "SHUTDOWN_DELAY_MS": "5000", "METRICS_PORT": "-1",
+		"BROWSER_URLS": "http://a:9222, ws://b:9222/devtools/browser/x", "NODE_ENV": "production"}))
+	if err != nil || c.NetworkIdle != 200*time.Millisecond || c.ShutdownDelay != 5*time.Second || c.MetricsPort != -1 ||
+		len(c.BrowserURLs) != 2 || c.LogFormat != "json" {
+		t.Errorf("settings = %+v, %v", c, err)
+	}
 	if c.UsesDatabase() || c.UsesRedis() || c.Storage.Configured() {
 		t.Error("embedded default must need no backends")
 	}

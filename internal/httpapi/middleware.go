@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/metrics"
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
@@ -85,6 +86,11 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 					s.writeError(rec, r, errors.New("panic"))
 				}
 			}
+			s.count(func(m *metrics.Metrics) {
+				route := routeOf(r.URL.Path)
+				m.Requests.WithLabelValues(route, strconv.Itoa(in.status)).Inc()
+				m.RequestDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+			})
 			s.log.InfoContext(ctx, "request",
 				"request_id", in.id, "method", r.Method, "path", r.URL.Path,
 				"status", in.status, "duration_ms", time.Since(start).Milliseconds(),
@@ -92,6 +98,16 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// routeOf is the metrics label of a path: the route, never the raw path,
+// so that scanners cannot blow up the label set.
+func routeOf(path string) string {
+	switch path {
+	case "/v1/screenshots/take", "/health", "/health/ready", "/health/live", "/openapi":
+		return path
+	}
+	return "other"
 }
 
 // statusOf is the one table from error codes to HTTP statuses.

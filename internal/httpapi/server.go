@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/shutterhq/shutter/internal/health"
+	"github.com/shutterhq/shutter/internal/metrics"
 	"github.com/shutterhq/shutter/internal/queue"
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
@@ -32,14 +35,25 @@ type Deps struct {
 	Renderer screenshot.Renderer
 	// Ready reports whether the server can take screenshots; nil means yes.
 	Ready func(ctx context.Context) error
+	// Health runs the component checks of /health; nil serves 404.
+	Health *health.Checker
+	// Metrics counts requests; nil counts nothing.
+	Metrics *metrics.Metrics
+	// OpenAPI is the document served at /openapi.
+	OpenAPI []byte
 }
 
 // Server serves the HTTP API.
 type Server struct {
 	Deps
-	log     *slog.Logger
-	handler http.Handler
+	log      *slog.Logger
+	handler  http.Handler
+	draining atomic.Bool
 }
+
+// Drain makes readiness fail so that load balancers stop sending traffic,
+// while requests are still served: the first step of a graceful shutdown.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // New returns the server with its routes.
 func New(d Deps, log *slog.Logger) *Server {
@@ -48,6 +62,8 @@ func New(d Deps, log *slog.Logger) *Server {
 	r.HandlerFunc(http.MethodGet, "/v1/screenshots/take", s.take)
 	r.HandlerFunc(http.MethodGet, "/health/live", s.live)
 	r.HandlerFunc(http.MethodGet, "/health/ready", s.ready)
+	r.HandlerFunc(http.MethodGet, "/health", s.health)
+	r.HandlerFunc(http.MethodGet, "/openapi", s.openapi)
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, req, screenshot.Errorf(screenshot.ENOTFOUND, "no such endpoint: %s", req.URL.Path))
 	})
@@ -91,6 +107,7 @@ func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 	release, err := s.Queue.Acquire(ctx)
 	if err != nil {
 		if errors.Is(err, queue.ErrFull) || errors.Is(err, queue.ErrTimeout) {
+			s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("queue_full").Inc() })
 			return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "all render slots are busy; try again shortly",
 				RetryAfter: s.Queue.RetryAfter(), Err: err}
 		}
@@ -102,13 +119,24 @@ func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 	}
 	rendered := false
 	defer func() { release(rendered) }() // also when the render panics
+	start := time.Now()
 	img, err := s.Renderer.Render(ctx, o)
 	if err != nil {
 		return err
 	}
 	rendered = true
+	s.count(func(m *metrics.Metrics) {
+		m.RenderDuration.WithLabelValues(string(o.Format)).Observe(time.Since(start).Seconds())
+	})
 	writeImage(w, img, time.Hour)
 	return nil
+}
+
+// count updates metrics when there are any.
+func (s *Server) count(f func(m *metrics.Metrics)) {
+	if s.Metrics != nil {
+		f(s.Metrics)
+	}
 }
 
 func writeImage(w http.ResponseWriter, img *screenshot.Image, maxAge time.Duration) {
@@ -143,6 +171,10 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "timestamp": now, "error": "shutting down"})
+		return
+	}
 	if s.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -152,4 +184,23 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "timestamp": now})
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.Health == nil {
+		s.writeError(w, r, screenshot.Errorf(screenshot.ENOTFOUND, "no such endpoint: %s", r.URL.Path))
+		return
+	}
+	rep := s.Health.Run(r.Context())
+	status := http.StatusOK
+	if rep.Status == health.Unhealthy {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, rep)
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(s.OpenAPI)))
+	w.Write(s.OpenAPI)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -294,4 +296,56 @@ func TestLive(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"alive"`) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
+}
+
+func TestLogsNeverCarryTheKey(t *testing.T) {
+	f := newFixture(t, 1, 1)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	s := New(Deps{
+		Parser: screenshot.NewParser(screenshot.DefaultLimits), Keys: f.store, Guard: &netguard.Guard{},
+		Queue: queue.New(1, 1, time.Second), Renderer: f.render,
+	}, slog.New(slog.NewJSONHandler(lockedWriter{&buf, &mu}, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	q := f.query("bypass_csp", "true", "cookies", "sid=cookie-secret-value")
+	resp, err := http.Get(srv.URL + "/v1/screenshots/take?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id := resp.Header.Get("X-Request-Id")
+	mu.Lock()
+	logs := buf.String()
+	mu.Unlock()
+	if strings.Contains(logs, f.secret) || strings.Contains(logs, "cookie-secret-value") {
+		t.Fatalf("logs carry a secret:\n%s", logs)
+	}
+	var sawAccess, sawCSP bool
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line is not JSON: %s", line)
+		}
+		switch e["msg"] {
+		case "request":
+			sawAccess = e["request_id"] == id && e["status"] == float64(200) && strings.HasPrefix(e["key_id"].(string), "key_")
+		case "bypass_csp used":
+			sawCSP = e["level"] == "WARN" && e["request_id"] == id && e["target_host"] == "8.8.8.8" && strings.HasPrefix(e["key_id"].(string), "key_")
+		}
+	}
+	if !sawAccess || !sawCSP {
+		t.Errorf("access line %v, bypass_csp warning %v:\n%s", sawAccess, sawCSP, logs)
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

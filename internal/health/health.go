@@ -1,0 +1,129 @@
+// Package health runs the component checks behind /health and /health/ready:
+// concurrently, each with its own short timeout, so that a hanging component
+// makes its own check fail instead of the endpoint hang.
+package health
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Statuses of a check.
+const (
+	Pass = "pass"
+	Warn = "warn"
+	Fail = "fail"
+)
+
+// Statuses of the report.
+const (
+	Healthy   = "healthy"
+	Degraded  = "degraded"
+	Unhealthy = "unhealthy"
+)
+
+// Result is one check's outcome.
+type Result struct {
+	Name     string         `json:"name"`
+	Status   string         `json:"status"`
+	Duration float64        `json:"duration"` // milliseconds
+	Details  map[string]any `json:"details,omitempty"`
+	Error    string         `json:"error,omitempty"`
+}
+
+// Check is one component check. A returned error makes it fail (or warn,
+// when the check is not critical); details are reported either way.
+type Check struct {
+	Name string
+	// Critical checks make the service unhealthy when they fail; the others
+	// only degrade it.
+	Critical bool
+	Run      func(ctx context.Context) (status string, details map[string]any, err error)
+}
+
+// Report is the body of /health.
+type Report struct {
+	Status    string   `json:"status"`
+	Timestamp string   `json:"timestamp"`
+	Uptime    float64  `json:"uptime"` // seconds
+	Checks    []Result `json:"checks"`
+	Version   string   `json:"version"`
+}
+
+// Checker runs checks.
+type Checker struct {
+	Checks  []Check
+	Timeout time.Duration
+	Version string
+	Started time.Time
+}
+
+// Run runs every check concurrently and builds the report.
+func (c *Checker) Run(ctx context.Context) Report {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	results := make([]Result, len(c.Checks))
+	var wg sync.WaitGroup
+	for i, ch := range c.Checks {
+		wg.Go(func() {
+			results[i] = runOne(ctx, ch, timeout)
+		})
+	}
+	wg.Wait()
+	status := Healthy
+	for i, r := range results {
+		switch {
+		case r.Status == Fail && c.Checks[i].Critical:
+			status = Unhealthy
+		case r.Status != Pass && status == Healthy:
+			status = Degraded
+		}
+	}
+	now := time.Now()
+	return Report{
+		Status:    status,
+		Timestamp: now.UTC().Format(time.RFC3339Nano),
+		Uptime:    now.Sub(c.Started).Seconds(),
+		Checks:    results,
+		Version:   c.Version,
+	}
+}
+
+// runOne runs a check with a timeout, without waiting for a check that
+// ignores its context.
+func runOne(ctx context.Context, ch Check, timeout time.Duration) Result {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	type out struct {
+		status  string
+		details map[string]any
+		err     error
+	}
+	done := make(chan out, 1)
+	go func() {
+		s, d, err := ch.Run(ctx)
+		done <- out{s, d, err}
+	}()
+	var o out
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		o.err = ctx.Err()
+	}
+	r := Result{Name: ch.Name, Status: o.status, Details: o.details,
+		Duration: float64(time.Since(start).Microseconds()) / 1000}
+	if o.err != nil {
+		r.Error = o.err.Error()
+		if o.status == "" || o.status == Pass {
+			r.Status = Fail
+		}
+	}
+	if r.Status == "" {
+		r.Status = Pass
+	}
+	return r
+}
