@@ -105,7 +105,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{take("api_key", "ss_test_wrong"), 403},
 		{take("selector", "#none"), 422},
 		{take("url", closedURL), 502},
-		{take("url", site.URL + "/slow"), 504},
+		{take("url", site.URL+"/slow"), 504},
 		{"/health", 200},
 		{"/health/ready", 200},
 		{"/health/live", 200},
