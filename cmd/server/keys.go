@@ -41,56 +41,76 @@ func keysCommand(ctx context.Context, cfg *config.Config, args []string, stdout 
 	if len(args) == 0 {
 		return errors.New("keys: want create, list or revoke\n" + usage)
 	}
-	st, err := openStore(cfg)
+	st, _, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	switch sub, args := args[0], args[1:]; sub {
 	case "create":
-		fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		name := fs.String("name", "", "a name for people")
-		plan := fs.String("plan", "free", "free, pro or enterprise")
-		domains := fs.String("domains", "", "comma-separated allowed domains")
-		rate := fs.Int("rate-limit", 0, "requests per window (0: the plan's)")
-		quota := fs.Int("monthly-quota", 0, "screenshots per month (0: the plan's)")
+		var f keyFlags
+		fs := f.set("keys create")
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("keys create: %w\n%s", err, usage)
 		}
-		p, err := screenshot.ParsePlan(*plan)
+		u, err := f.update(fs)
 		if err != nil {
-			return fmt.Errorf("keys create: %s", screenshot.ErrorMessage(err))
+			return fmt.Errorf("keys create: %w", err)
 		}
-		if *rate < 0 || *quota < 0 {
-			return errors.New("keys create: --rate-limit and --monthly-quota must not be negative")
-		}
-		var ds []string
-		for d := range strings.SplitSeq(*domains, ",") {
-			if d = strings.ToLower(strings.TrimSpace(d)); d != "" {
-				ds = append(ds, d)
-			}
-		}
-		secret, k, err := createKey(ctx, st, cfg, keyRequest{name: *name, plan: p, domains: ds, rateLimit: *rate, monthlyQuota: *quota})
+		r := keyRequest{plan: screenshot.PlanFree}
+		k := &screenshot.Key{Plan: screenshot.PlanFree}
+		u.Apply(k)
+		r.name, r.plan, r.domains, r.rateLimit, r.monthlyQuota = k.Name, k.Plan, k.Domains, k.RateLimit, k.MonthlyQuota
+		secret, k, err := createKey(ctx, st, cfg, r)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "created key %s (plan %s); the secret is shown only now:\n%s\n", k.ID, k.Plan, secret)
+		return nil
+	case "update":
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			return errors.New("keys update: want a key ID first (see keys list)")
+		}
+		id := args[0]
+		var f keyFlags
+		fs := f.set("keys update")
+		if err := fs.Parse(args[1:]); err != nil {
+			return fmt.Errorf("keys update: %w\n%s", err, usage)
+		}
+		u, err := f.update(fs)
+		if err != nil {
+			return fmt.Errorf("keys update: %w", err)
+		}
+		if err := st.UpdateKey(ctx, id, u); err != nil {
+			return fmt.Errorf("keys update: %s", screenshot.ErrorMessage(err))
+		}
+		fmt.Fprintf(stdout, "updated %s\n", id)
 		return nil
 	case "list":
 		keys, err := st.ListKeys(ctx)
 		if err != nil {
 			return err
 		}
+		ps := plans(cfg.Plans)
+		period, _ := screenshot.PeriodOf(time.Now())
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tPLAN\tDOMAINS\tCREATED\tSTATUS")
+		fmt.Fprintf(tw, "ID\tNAME\tPREFIX\tPLAN\tRATE/WINDOW\tUSED %s\tDOMAINS\tCREATED\tSTATUS\n", period)
 		for _, k := range keys {
 			status := "active"
 			if k.Revoked() {
 				status = "revoked " + k.RevokedAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Plan,
-				strings.Join(k.Domains, ","), k.CreatedAt.Format(time.RFC3339), status)
+			used, err := st.Usage(ctx, k.ID, period)
+			if err != nil {
+				return err
+			}
+			l := ps.For(k)
+			quota := "unlimited"
+			if l.Quota > 0 {
+				quota = fmt.Sprint(l.Quota)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Plan, l.Rate,
+				used, quota, strings.Join(k.Domains, ","), k.CreatedAt.Format(time.RFC3339), status)
 		}
 		return tw.Flush()
 	case "revoke":
@@ -105,4 +125,61 @@ func keysCommand(ctx context.Context, cfg *config.Config, args []string, stdout 
 	default:
 		return fmt.Errorf("keys: unknown command %q\n%s", sub, usage)
 	}
+}
+
+// keyFlags are the flags of keys create and keys update.
+type keyFlags struct {
+	name, plan, domains string
+	rate, quota         int
+}
+
+func (f *keyFlags) set(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.name, "name", "", "a name for people")
+	fs.StringVar(&f.plan, "plan", "free", "free, pro or enterprise")
+	fs.StringVar(&f.domains, "domains", "", "comma-separated allowed domains (example.com, *.example.org); empty: any")
+	fs.IntVar(&f.rate, "rate-limit", 0, "requests per window (0: the plan's)")
+	fs.IntVar(&f.quota, "monthly-quota", 0, "screenshots per month (0: the plan's)")
+	return fs
+}
+
+// update turns the flags that were given into a key update.
+func (f *keyFlags) update(fs *flag.FlagSet) (screenshot.KeyUpdate, error) {
+	var u screenshot.KeyUpdate
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "name":
+			u.Name = &f.name
+		case "plan":
+			p, perr := screenshot.ParsePlan(f.plan)
+			if perr != nil {
+				err = errors.New(screenshot.ErrorMessage(perr))
+			}
+			u.Plan = &p
+		case "domains":
+			ds := []string{}
+			for d := range strings.SplitSeq(f.domains, ",") {
+				if d = strings.ToLower(strings.TrimSpace(d)); d != "" {
+					if derr := screenshot.ValidDomain(d); derr != nil {
+						err = derr
+					}
+					ds = append(ds, d)
+				}
+			}
+			u.Domains = &ds
+		case "rate-limit":
+			if f.rate < 0 {
+				err = errors.New("--rate-limit must not be negative")
+			}
+			u.RateLimit = &f.rate
+		case "monthly-quota":
+			if f.quota < 0 {
+				err = errors.New("--monthly-quota must not be negative")
+			}
+			u.MonthlyQuota = &f.quota
+		}
+	})
+	return u, err
 }

@@ -56,11 +56,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "keys":
 		return keysCommand(ctx, cfg, args, stdout)
 	case "migrate":
-		st, err := openStore(cfg)
+		st, backend, err := openStore(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, "database is up to date")
+		fmt.Fprintf(stdout, "%s database is up to date\n", backend)
 		return st.Close()
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
@@ -75,6 +75,7 @@ const usage = `usage:
   server keys create --plan free|pro|enterprise [--name N] [--domains a.com,*.b.org] [--rate-limit N] [--monthly-quota N]
   server keys list
   server keys revoke ID
+  server keys update ID [--plan P] [--name N] [--domains D] [--rate-limit N] [--monthly-quota N]
   server migrate`
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {

@@ -23,23 +23,38 @@ import (
 	"github.com/shutterhq/shutter/internal/metrics"
 	"github.com/shutterhq/shutter/internal/netguard"
 	"github.com/shutterhq/shutter/internal/openapi"
+	"github.com/shutterhq/shutter/internal/postgres"
 	"github.com/shutterhq/shutter/internal/queue"
+	"github.com/shutterhq/shutter/internal/redisstore"
 	"github.com/shutterhq/shutter/internal/screenshot"
 	"github.com/shutterhq/shutter/internal/version"
 )
 
-// store is what the server needs of a key store backend.
+// store is what the server needs of a key and usage store backend.
 type store interface {
 	screenshot.KeyStore
+	screenshot.QuotaStore
 	Ping(ctx context.Context) error
 	Close() error
 }
 
-func openStore(cfg *config.Config) (store, error) {
+// openStore opens PostgreSQL when a database is configured, else the
+// embedded SQLite file in DATA_DIR. This is the only place that chooses.
+func openStore(ctx context.Context, cfg *config.Config) (store, string, error) {
 	if cfg.UsesDatabase() {
-		return nil, errors.New("DATABASE_URL: the PostgreSQL backend is not available in this build; unset DATABASE_* to use the embedded store")
+		s, err := postgres.Open(ctx, postgres.Config{DSN: cfg.DatabaseDSN(), MaxConns: int32(cfg.DatabaseMaxConns)})
+		return s, "postgres", err
 	}
-	return embedded.Open(cfg.DataDir)
+	s, err := embedded.Open(cfg.DataDir)
+	return s, "sqlite", err
+}
+
+func plans(c config.Plans) screenshot.Plans {
+	return screenshot.Plans{
+		Free:       screenshot.PlanLimits{Rate: c.FreeRate, Quota: c.FreeQuota},
+		Pro:        screenshot.PlanLimits{Rate: c.ProRate, Quota: c.ProQuota},
+		Enterprise: screenshot.PlanLimits{Rate: c.EnterpriseRate, Quota: c.EnterpriseQuota},
+	}
 }
 
 // Main is the running server: wiring only, so that tests can start the whole
@@ -53,6 +68,8 @@ type Main struct {
 	Addr, MetricsAddr string
 
 	store   store
+	backend string
+	redis   *redisstore.Limiter
 	pool    *chromium.Pool
 	queue   *queue.Queue
 	api     *httpapi.Server
@@ -70,8 +87,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Close()
 		}
 	}()
-	if m.store, err = openStore(cfg); err != nil {
+	if m.store, m.backend, err = openStore(ctx, cfg); err != nil {
 		return err
+	}
+	var limiter screenshot.Limiter = embedded.NewLimiter()
+	if cfg.UsesRedis() {
+		// While Redis is down, the in-process limiter stands in.
+		m.redis, err = redisstore.New(redisstore.Config{URL: cfg.RedisURL, Addr: cfg.RedisAddr(), Password: cfg.RedisPassword}, limiter, m.Log)
+		if err != nil {
+			return err
+		}
+		limiter = m.redis
 	}
 	if err := m.ensureDevKey(ctx); err != nil {
 		return err
@@ -107,10 +133,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	parser := screenshot.NewParser(screenshot.Limits{DefaultWidth: cfg.DefaultWidth, DefaultHeight: cfg.DefaultHeight, MaxWidth: cfg.MaxWidth, MaxHeight: cfg.MaxHeight})
 	m.api = httpapi.New(httpapi.Deps{
 		Parser:   parser,
-		Keys:     m.store,
-		Guard:    guard,
-		Queue:    m.queue,
-		Renderer: m.pool,
+		Keys:       &screenshot.KeyCache{KeyStore: m.store, TTL: cfg.KeyCacheTTL},
+		Guard:      guard,
+		Queue:      m.queue,
+		Renderer:   m.pool,
+		Limiter:    limiter,
+		Quota:      m.store,
+		Plans:      plans(cfg.Plans),
+		RateWindow: cfg.RateLimitWindow,
+		HoldTTL:    cfg.QueueTimeout + cfg.ScreenshotTimeout + 30*time.Second,
 		Ready: func(ctx context.Context) error {
 			if err := m.store.Ping(ctx); err != nil {
 				return fmt.Errorf("database: %w", err)
@@ -188,6 +219,9 @@ func (m *Main) Close() error {
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
 	}
+	if m.redis != nil {
+		errs = append(errs, m.redis.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -219,9 +253,9 @@ func (m *Main) registerGauges(mx *metrics.Metrics) {
 
 // checks are the components of /health in the embedded default.
 func (m *Main) checks() []health.Check {
-	return []health.Check{
+	checks := []health.Check{
 		{Name: "database", Critical: true, Run: func(ctx context.Context) (string, map[string]any, error) {
-			return health.Pass, map[string]any{"backend": "sqlite"}, m.store.Ping(ctx)
+			return health.Pass, map[string]any{"backend": m.backend}, m.store.Ping(ctx)
 		}},
 		{Name: "storage", Run: func(ctx context.Context) (string, map[string]any, error) {
 			return dataDirCheck(m.Config.DataDir)
@@ -257,6 +291,16 @@ func (m *Main) checks() []health.Check {
 			return health.Pass, d, nil
 		}},
 	}
+	if m.redis != nil {
+		// Redis down degrades: rate limits fall back to each process.
+		checks = append(checks, health.Check{Name: "redis", Run: func(ctx context.Context) (string, map[string]any, error) {
+			if err := m.redis.Ping(ctx); err != nil {
+				return health.Warn, map[string]any{"fallback": "in-process rate limiting"}, err
+			}
+			return health.Pass, nil, nil
+		}})
+	}
+	return checks
 }
 
 // dataDirCheck writes and removes a file in the data directory and reports

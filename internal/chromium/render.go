@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +32,8 @@ type tab struct {
 	inflight   map[network.RequestID]struct{}
 	lastChange time.Time
 	blocked    int
-	docBlocked string // why the first blocked document request was refused
+	mainFrame  cdp.FrameID
+	docBlocked error // why the first blocked main-frame document request was refused
 }
 
 func (s *tab) event(ev any) {
@@ -78,8 +80,9 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	if err := chromedp.Do(rctx); err != nil { // creates the browser context and the tab
 		return nil, fmt.Errorf("open tab: %w", err)
 	}
-	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now()}
-	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || p.cfg.Check != nil
+	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(),
+		mainFrame: cdp.FrameID(chromedp.FromContext(rctx).Target.TargetID)}
+	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || len(o.AllowedDomains) > 0 || p.cfg.Check != nil
 	err := chromedp.Listen(rctx, func(ev any) {
 		switch e := ev.(type) {
 		case *fetch.EventRequestPaused:
@@ -110,14 +113,8 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		} else if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return nil, &screenshot.Error{Code: screenshot.ETIMEOUT, Message: fmt.Sprintf("the page did not finish loading within %s", p.cfg.LoadTimeout), Err: err}
 		}
-		var le *chromedp.LoadError
-		if errors.As(err, &le) && le.ErrorText == "net::ERR_BLOCKED_BY_CLIENT" {
-			st.mu.Lock()
-			why := st.docBlocked
-			st.mu.Unlock()
-			if why != "" {
-				return nil, &screenshot.Error{Code: screenshot.EINVALID, Message: why, Err: err}
-			}
+		if blocked := st.mainBlocked(); blocked != nil {
+			return nil, blocked
 		}
 		return nil, fmt.Errorf("navigate: %w", err)
 	}
@@ -129,6 +126,11 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 			err = fmt.Errorf("%w: %w", cause, err)
 		}
 		return nil, err
+	}
+	// A navigation that was refused after the load (a script or a meta
+	// refresh) leaves an error page: that is not the page that was asked for.
+	if blocked := st.mainBlocked(); blocked != nil {
+		return nil, blocked
 	}
 	return &screenshot.Image{Data: data, Format: o.Format}, nil
 }
@@ -214,21 +216,44 @@ func cookieParams(cs []*http.Cookie) []*network.CookieParam {
 	return out
 }
 
+func (s *tab) mainBlocked() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.docBlocked
+}
+
 // decide lets a paused request go on or fails it.
 func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fetch.EventRequestPaused) {
-	why, category := blockReason(o, string(e.ResourceType), e.Request.URL)
-	if why == "" && p.cfg.Check != nil {
-		if err := p.cfg.Check(e.Request.URL); err != nil {
-			why, category = screenshot.ErrorMessage(err), "outbound_policy"
+	mainDoc := e.ResourceType == network.ResourceTypeDocument && e.FrameID == st.mainFrame
+	var why error
+	category := ""
+	if mainDoc && len(o.AllowedDomains) > 0 {
+		if u, err := url.Parse(e.Request.URL); err != nil || !screenshot.DomainAllowed(o.AllowedDomains, u.Hostname()) {
+			host := ""
+			if u != nil {
+				host = u.Hostname()
+			}
+			why = screenshot.Errorf(screenshot.EFORBIDDEN, "the page navigated to %q, which this API key may not capture", host)
+			category = "key_domains"
 		}
 	}
-	if why == "" {
+	if why == nil {
+		if msg, c := blockReason(o, string(e.ResourceType), e.Request.URL); msg != "" {
+			why, category = screenshot.Errorf(screenshot.EINVALID, "%s", msg), c
+		}
+	}
+	if why == nil && p.cfg.Check != nil {
+		if err := p.cfg.Check(e.Request.URL); err != nil {
+			why, category = err, "outbound_policy"
+		}
+	}
+	if why == nil {
 		chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
 		return
 	}
 	st.mu.Lock()
 	st.blocked++
-	if e.ResourceType == network.ResourceTypeDocument && st.docBlocked == "" {
+	if mainDoc && st.docBlocked == nil {
 		st.docBlocked = why
 	}
 	st.mu.Unlock()

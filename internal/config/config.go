@@ -41,6 +41,9 @@ type Config struct {
 	BillingEnvironment  string
 	RateLimitWindow     time.Duration
 	RateLimitMax        int
+	Plans               Plans
+	KeyCacheTTL         time.Duration
+	DatabaseMaxConns    int
 	MaxConcurrent       int
 	MaxQueued           int
 	QueueTimeout        time.Duration
@@ -61,6 +64,16 @@ type Config struct {
 
 	LogLevel  string // debug | info | warn | error
 	LogFormat string // json | text
+
+	redisHostSet bool
+}
+
+// Plans are the figures of the plans: requests per rate window and
+// screenshots per month (0: unlimited).
+type Plans struct {
+	FreeRate, FreeQuota             int
+	ProRate, ProQuota               int
+	EnterpriseRate, EnterpriseQuota int
 }
 
 // Storage is the S3-compatible object storage.
@@ -82,7 +95,10 @@ func (s Storage) Configured() bool { return s.URL != "" || s.Endpoint != "" || s
 func (c *Config) UsesDatabase() bool { return c.DatabaseURL != "" || c.DatabaseHost != "" }
 
 // UsesRedis reports whether a key-value store is configured.
-func (c *Config) UsesRedis() bool { return c.RedisURL != "" }
+func (c *Config) UsesRedis() bool { return c.RedisURL != "" || c.redisHostSet }
+
+// RedisAddr is host:port of the key-value store from the parts.
+func (c *Config) RedisAddr() string { return fmt.Sprintf("%s:%d", c.RedisHost, c.RedisPort) }
 
 // Load reads the settings through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (*Config, error) {
@@ -108,6 +124,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		BillingEnvironment:  r.enum("BILLING_ENVIRONMENT", "sandbox", "sandbox", "production"),
 		RateLimitWindow:     r.ms("RATE_LIMIT_WINDOW_MS", 60000, 1000, 24*3600*1000),
 		RateLimitMax:        r.int("RATE_LIMIT_MAX_REQUESTS", 100, 1, 1_000_000),
+		KeyCacheTTL:         r.ms("KEY_CACHE_TTL_MS", 5000, 0, 600_000),
+		DatabaseMaxConns:    r.int("DATABASE_POOL_MAX_CONNS", 10, 1, 1000),
 		MaxConcurrent:       r.int("MAX_CONCURRENT_SCREENSHOTS", 10, 1, 256),
 		MaxQueued:           r.int("MAX_QUEUED_SCREENSHOTS", 100, 0, 100_000),
 		QueueTimeout:        r.ms("QUEUE_TIMEOUT_MS", 10000, 1, 600_000),
@@ -135,6 +153,13 @@ func Load(getenv func(string) string) (*Config, error) {
 			Endpoint:        r.str("STORAGE_ENDPOINT", ""),
 			UsePathStyle:    r.bool("STORAGE_USE_PATH_STYLE_ENDPOINT", false),
 		},
+	}
+	c.redisHostSet = r.str("REDIS_HOST", "") != ""
+	c.Plans = Plans{
+		FreeRate: r.int("PLAN_FREE_RATE_LIMIT", 10, 1, 1_000_000), FreeQuota: r.int("PLAN_FREE_MONTHLY_QUOTA", 100, 0, 1<<31-1),
+		ProRate: r.int("PLAN_PRO_RATE_LIMIT", 60, 1, 1_000_000), ProQuota: r.int("PLAN_PRO_MONTHLY_QUOTA", 1000, 0, 1<<31-1),
+		EnterpriseRate:  r.int("PLAN_ENTERPRISE_RATE_LIMIT", c.RateLimitMax, 1, 1_000_000),
+		EnterpriseQuota: r.int("PLAN_ENTERPRISE_MONTHLY_QUOTA", 0, 0, 1<<31-1),
 	}
 	defaultFormat := "text"
 	if c.NodeEnv == "production" {

@@ -31,14 +31,30 @@ CREATE TABLE IF NOT EXISTS api_keys (
 	monthly_quota INTEGER NOT NULL DEFAULT 0,
 	created_at    INTEGER NOT NULL,
 	revoked_at    INTEGER NOT NULL DEFAULT 0
-);`
+);
+CREATE TABLE IF NOT EXISTS usage (
+	key_id TEXT NOT NULL,
+	period TEXT NOT NULL,
+	used   INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (key_id, period)
+);
+CREATE TABLE IF NOT EXISTS quota_holds (
+	id         TEXT PRIMARY KEY,
+	key_id     TEXT NOT NULL,
+	period     TEXT NOT NULL,
+	expires_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS quota_holds_key ON quota_holds (key_id, period);`
 
 // Store is the embedded key store.
 type Store struct {
 	db *sql.DB
 }
 
-var _ screenshot.KeyStore = (*Store)(nil)
+var (
+	_ screenshot.KeyStore   = (*Store)(nil)
+	_ screenshot.QuotaStore = (*Store)(nil)
+)
 
 // Open opens (creating when missing) the database file shutter.db in dir.
 func Open(dir string) (*Store, error) {
@@ -142,6 +158,100 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 		return screenshot.Errorf(screenshot.ENOTFOUND, "no key with id %s", id)
 	}
 	return nil
+}
+
+// UpdateKey changes a key.
+func (s *Store) UpdateKey(ctx context.Context, id string, u screenshot.KeyUpdate) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("update key: %w", err)
+	}
+	defer tx.Rollback()
+	k, err := scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return screenshot.Errorf(screenshot.ENOTFOUND, "no key with id %s", id)
+	}
+	if err != nil {
+		return fmt.Errorf("update key: %w", err)
+	}
+	u.Apply(k)
+	_, err = tx.ExecContext(ctx, `UPDATE api_keys SET name = ?, plan = ?, domains = ?, rate_limit = ?, monthly_quota = ? WHERE id = ?`,
+		k.Name, string(k.Plan), strings.Join(k.Domains, ","), k.RateLimit, k.MonthlyQuota, id)
+	if err != nil {
+		return fmt.Errorf("update key: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Reserve holds one unit of the period's quota. The write transaction
+// (BEGIN IMMEDIATE) serialises reservations, also across processes.
+func (s *Store) Reserve(ctx context.Context, keyID, period string, quota int, ttl time.Duration) (string, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("reserve quota: %w", err)
+	}
+	defer tx.Rollback()
+	now := time.Now()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM quota_holds WHERE key_id = ? AND expires_at < ?`, keyID, now.UnixNano()); err != nil {
+		return "", fmt.Errorf("reserve quota: %w", err)
+	}
+	if quota > 0 {
+		var used, held int
+		err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT used FROM usage WHERE key_id = ? AND period = ?), 0),
+			(SELECT count(*) FROM quota_holds WHERE key_id = ? AND period = ?)`, keyID, period, keyID, period).Scan(&used, &held)
+		if err != nil {
+			return "", fmt.Errorf("reserve quota: %w", err)
+		}
+		if used+held >= quota {
+			return "", screenshot.ErrQuotaExhausted
+		}
+	}
+	hold := screenshot.NewKeyID()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO quota_holds (id, key_id, period, expires_at) VALUES (?, ?, ?, ?)`,
+		hold, keyID, period, now.Add(ttl).UnixNano()); err != nil {
+		return "", fmt.Errorf("reserve quota: %w", err)
+	}
+	return hold, tx.Commit()
+}
+
+// Commit turns a hold into a used unit.
+func (s *Store) Commit(ctx context.Context, hold string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("commit quota: %w", err)
+	}
+	defer tx.Rollback()
+	var keyID, period string
+	err = tx.QueryRowContext(ctx, `DELETE FROM quota_holds WHERE id = ? RETURNING key_id, period`, hold).Scan(&keyID, &period)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("commit quota: hold %s expired or unknown", hold)
+	}
+	if err != nil {
+		return fmt.Errorf("commit quota: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO usage (key_id, period, used) VALUES (?, ?, 1)
+		ON CONFLICT (key_id, period) DO UPDATE SET used = used + 1`, keyID, period); err != nil {
+		return fmt.Errorf("commit quota: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Release gives a held unit back.
+func (s *Store) Release(ctx context.Context, hold string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM quota_holds WHERE id = ?`, hold); err != nil {
+		return fmt.Errorf("release quota: %w", err)
+	}
+	return nil
+}
+
+// Usage is the number of committed units of the period.
+func (s *Store) Usage(ctx context.Context, keyID, period string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE((SELECT used FROM usage WHERE key_id = ? AND period = ?), 0)`, keyID, period).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("usage: %w", err)
+	}
+	return n, nil
 }
 
 func unixNano(t time.Time) int64 {

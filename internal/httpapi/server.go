@@ -6,10 +6,12 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +35,13 @@ type Deps struct {
 	Guard    Guard
 	Queue    *queue.Queue
 	Renderer screenshot.Renderer
+	// Limiter and Quota enforce the plans; nil means no limit.
+	Limiter    screenshot.Limiter
+	Quota      screenshot.QuotaStore
+	Plans      screenshot.Plans
+	RateWindow time.Duration
+	// HoldTTL is how long a quota reservation outlives a crashed process.
+	HoldTTL time.Duration
 	// Ready reports whether the server can take screenshots; nil means yes.
 	Ready func(ctx context.Context) error
 	// Health runs the component checks of /health; nil serves 404.
@@ -101,11 +110,26 @@ func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	reqInfo(ctx).keyID = key.ID
+	limits := s.Plans.For(key)
+	if err := s.rateLimit(w, r, key, limits); err != nil {
+		return err
+	}
+	target, _ := url.Parse(o.URL)
+	if !screenshot.DomainAllowed(key.Domains, target.Hostname()) {
+		return screenshot.Errorf(screenshot.EFORBIDDEN, "this API key may not capture %q; it is limited to %s",
+			target.Hostname(), strings.Join(key.Domains, ", "))
+	}
+	o.AllowedDomains = key.Domains
 	if err := s.Guard.CheckURL(ctx, o.URL); err != nil {
+		return err
+	}
+	hold, err := s.reserve(ctx, key, limits)
+	if err != nil {
 		return err
 	}
 	release, err := s.Queue.Acquire(ctx)
 	if err != nil {
+		s.settle(ctx, hold, false)
 		if errors.Is(err, queue.ErrFull) || errors.Is(err, queue.ErrTimeout) {
 			s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("queue_full").Inc() })
 			return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "all render slots are busy; try again shortly",
@@ -113,12 +137,15 @@ func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the request was canceled while it waited", Err: err}
 	}
+	rendered := false
+	defer func() {
+		release(rendered) // also when the render panics
+		s.settle(ctx, hold, rendered)
+	}()
 	if o.BypassCSP {
 		u, _ := url.Parse(o.URL)
 		s.log.WarnContext(ctx, "bypass_csp used", "request_id", RequestID(ctx), "key_id", key.ID, "target_host", u.Hostname())
 	}
-	rendered := false
-	defer func() { release(rendered) }() // also when the render panics
 	start := time.Now()
 	img, err := s.Renderer.Render(ctx, o)
 	if err != nil {
@@ -130,6 +157,74 @@ func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 	})
 	writeImage(w, img, time.Hour)
 	return nil
+}
+
+// rateLimit counts the request in the key's window, sets the X-RateLimit-*
+// headers and refuses a request over the limit.
+func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, key *screenshot.Key, limits screenshot.PlanLimits) error {
+	if s.Limiter == nil {
+		return nil
+	}
+	st, err := s.Limiter.Allow(r.Context(), key.ID, limits.Rate, s.RateWindow)
+	if err != nil {
+		if screenshot.ErrorCode(err) != screenshot.EINTERNAL {
+			return err
+		}
+		return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the rate limiter is unavailable; try again shortly",
+			RetryAfter: time.Second, Err: err}
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(st.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(st.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(st.Reset.Unix(), 10))
+	if !st.Allowed {
+		s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("rate_limit").Inc() })
+		wait := max(time.Until(st.Reset), time.Second)
+		return &screenshot.Error{Code: screenshot.ERATELIMIT, RetryAfter: wait,
+			Message: fmt.Sprintf("rate limit of %d requests per %s exceeded; the window resets at %s",
+				st.Limit, s.RateWindow, st.Reset.UTC().Format(time.RFC3339))}
+	}
+	return nil
+}
+
+// reserve holds one unit of the key's monthly quota for this request.
+func (s *Server) reserve(ctx context.Context, key *screenshot.Key, limits screenshot.PlanLimits) (string, error) {
+	if s.Quota == nil {
+		return "", nil
+	}
+	period, resets := screenshot.PeriodOf(time.Now())
+	hold, err := s.Quota.Reserve(ctx, key.ID, period, limits.Quota, s.HoldTTL)
+	switch {
+	case errors.Is(err, screenshot.ErrQuotaExhausted):
+		s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("quota").Inc() })
+		return "", screenshot.Errorf(screenshot.EFORBIDDEN, "the monthly quota of %d screenshots is exhausted; it resets at %s",
+			limits.Quota, resets.Format(time.RFC3339))
+	case err != nil:
+		return "", &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the usage store is unavailable; try again shortly",
+			RetryAfter: 5 * time.Second, Err: err}
+	}
+	return hold, nil
+}
+
+// settle commits the quota hold of a successful render and releases that of
+// a failed one. It runs after the client may be gone, so it does not use the
+// request's cancellation.
+func (s *Server) settle(ctx context.Context, hold string, ok bool) {
+	if hold == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var err error
+	if ok {
+		err = s.Quota.Commit(ctx, hold)
+	} else {
+		err = s.Quota.Release(ctx, hold)
+	}
+	if err != nil {
+		// The hold expires by itself, so nothing is counted twice.
+		s.log.ErrorContext(ctx, "settle quota", "request_id", RequestID(ctx), "committed", ok, "err", err)
+	}
 }
 
 // count updates metrics when there are any.

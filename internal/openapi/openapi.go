@@ -114,7 +114,7 @@ func build(params []screenshot.Param) obj {
 					"properties": obj{"error": obj{"type": "string"}, "requestId": obj{"type": "string"}}},
 				"CheckResult": obj{"type": "object", "required": []string{"name", "status", "duration"},
 					"properties": obj{
-						"name":     obj{"type": "string", "enum": []string{"database", "storage", "queue", "s3", "browser"}},
+						"name":     obj{"type": "string", "enum": []string{"database", "storage", "queue", "s3", "browser", "redis"}},
 						"status":   obj{"type": "string", "enum": []string{"pass", "warn", "fail"}},
 						"duration": obj{"type": "number", "description": "milliseconds"},
 						"details":  obj{"type": "object"},

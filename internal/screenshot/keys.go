@@ -54,6 +54,37 @@ type KeyStore interface {
 	ListKeys(ctx context.Context) ([]*Key, error)
 	// RevokeKey marks the key revoked; ENOTFOUND when there is no such key.
 	RevokeKey(ctx context.Context, id string) error
+	// UpdateKey changes the fields of u that are set; ENOTFOUND when there is
+	// no such key.
+	UpdateKey(ctx context.Context, id string, u KeyUpdate) error
+}
+
+// KeyUpdate is a change to a key; nil fields stay as they are.
+type KeyUpdate struct {
+	Name         *string
+	Plan         *Plan
+	Domains      *[]string
+	RateLimit    *int
+	MonthlyQuota *int
+}
+
+// Apply changes k as u says.
+func (u KeyUpdate) Apply(k *Key) {
+	if u.Name != nil {
+		k.Name = *u.Name
+	}
+	if u.Plan != nil {
+		k.Plan = *u.Plan
+	}
+	if u.Domains != nil {
+		k.Domains = *u.Domains
+	}
+	if u.RateLimit != nil {
+		k.RateLimit = *u.RateLimit
+	}
+	if u.MonthlyQuota != nil {
+		k.MonthlyQuota = *u.MonthlyQuota
+	}
 }
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)

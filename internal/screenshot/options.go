@@ -68,6 +68,11 @@ type Options struct {
 	Headers   []Header
 	Cookies   []*http.Cookie
 	BypassCSP bool
+
+	// AllowedDomains are the key's domains: every main-frame navigation of
+	// the page must stay within them. Set from the key, not from the query,
+	// and not part of the cache identity.
+	AllowedDomains []string
 }
 
 // Image is a rendered screenshot.
