@@ -132,7 +132,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	parser := screenshot.NewParser(screenshot.Limits{DefaultWidth: cfg.DefaultWidth, DefaultHeight: cfg.DefaultHeight, MaxWidth: cfg.MaxWidth, MaxHeight: cfg.MaxHeight})
 	m.api = httpapi.New(httpapi.Deps{
-		Parser:   parser,
+		Parser:     parser,
 		Keys:       &screenshot.KeyCache{KeyStore: m.store, TTL: cfg.KeyCacheTTL},
 		Guard:      guard,
 		Queue:      m.queue,
