@@ -35,6 +35,17 @@ deps: ## Install Chromium (Debian's chromium-headless-shell) when no browser is 
 		exit 1; \
 	fi
 
+# apt installs Debian packages, as root, only when something is missing.
+APT_INSTALL = if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo ">> installing $(1)"; \
+		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(1) >/dev/null; \
+	else echo "Missing $(1): install with apt-get install $(1) (as root)"; exit 1; fi
+
+.PHONY: test-deps
+test-deps: deps ## Install what the tests need: Chromium, PostgreSQL 15, Redis.
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(call APT_INSTALL,postgresql-15); }
+	@command -v redis-server >/dev/null 2>&1 || { $(call APT_INSTALL,redis-server); }
+
 .PHONY: build
 build: ## Build bin/server and bin/operator.
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/server ./cmd/server
@@ -50,7 +61,7 @@ lint: ## gofmt and go vet.
 	$(GO) vet ./...
 
 .PHONY: test
-test: deps lint ## Install components, run every test (CI=true: missing components fail).
+test: test-deps lint ## Install components, run every test (CI=true: missing components fail).
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 

@@ -583,3 +583,63 @@ func TestLoadTimeout(t *testing.T) {
 		t.Fatalf("err = %v, want ETIMEOUT for the load", err)
 	}
 }
+
+// TestKeyDomainsFollowNavigations maps two names to the test server with the
+// browser's host-resolver rules: a page on the allowed name that redirects,
+// refreshes or scripts its way to the other name is refused, and the other
+// name receives nothing.
+func TestKeyDomainsFollowNavigations(t *testing.T) {
+	p, err := startPool(Config{ExecPath: testenv.Chrome(t), Timeout: 20 * time.Second,
+		Flags: []string{"host-resolver-rules=MAP allowed.test 127.0.0.1, MAP other.test 127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	hosts := map[string]int{}
+	var port string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := strings.Cut(r.Host, ":")
+		mu.Lock()
+		hosts[host]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, "http://other.test:"+port+"/", http.StatusFound)
+		case "/refresh":
+			io.WriteString(w, `<meta http-equiv="refresh" content="0; url=http://other.test:`+port+`/">`)
+		case "/script":
+			io.WriteString(w, `<script>setTimeout(() => location.href = "http://other.test:`+port+`/", 0)</script>`)
+		case "/frame":
+			io.WriteString(w, `<body style="background:#00f"><iframe src="http://other.test:`+port+`/"></iframe></body>`)
+		default:
+			io.WriteString(w, `<body style="background:#00f">ok</body>`)
+		}
+	}))
+	defer srv.Close()
+	port = srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	base := "http://allowed.test:" + port
+	allowed := []string{"allowed.test"}
+	for _, path := range []string{"/redirect", "/refresh", "/script"} {
+		o := opts(t, base+path)
+		o.AllowedDomains = allowed
+		_, err := p.Render(context.Background(), o)
+		if screenshot.ErrorCode(err) != screenshot.EFORBIDDEN || !strings.Contains(screenshot.ErrorMessage(err), `"other.test"`) {
+			t.Errorf("%s: %v, want EFORBIDDEN naming other.test", path, err)
+		}
+	}
+	// The allowed page itself, and an iframe of another host (not a
+	// main-frame navigation), render.
+	for _, path := range []string{"/", "/frame"} {
+		o := opts(t, base+path)
+		o.AllowedDomains = allowed
+		if _, err := p.Render(context.Background(), o); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hosts["other.test"] != 1 { // only the iframe
+		t.Errorf("other.test received %d requests, want only the iframe's", hosts["other.test"])
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -348,4 +349,155 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// limitedFixture is a fixture with the embedded limiter and quota store.
+func limitedFixture(t *testing.T, plans screenshot.Plans, window time.Duration) *fixture {
+	t.Helper()
+	st, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := &fixture{render: &fakeRenderer{}, store: st, queue: queue.New(4, 100, time.Second)}
+	f.secret = addKey(t, st, screenshot.PlanFree, nil)
+	s := New(Deps{
+		Parser: screenshot.NewParser(screenshot.DefaultLimits), Keys: st, Guard: &netguard.Guard{},
+		Queue: f.queue, Renderer: f.render, Limiter: embedded.NewLimiter(), Quota: st, Plans: plans,
+		RateWindow: window, HoldTTL: time.Minute,
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f.srv = httptest.NewServer(s)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func addKey(t *testing.T, st screenshot.KeyStore, plan screenshot.Plan, domains []string) string {
+	t.Helper()
+	secret := screenshot.NewSecret("ss", "development")
+	k := &screenshot.Key{ID: screenshot.NewKeyID(), Hash: screenshot.HashSecret(secret), Plan: plan, Domains: domains, CreatedAt: time.Now()}
+	if err := st.CreateKey(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+func TestRateLimitHeadersAnd429(t *testing.T) {
+	f := limitedFixture(t, screenshot.Plans{Free: screenshot.PlanLimits{Rate: 3, Quota: 100}}, time.Minute)
+	var last *http.Response
+	for i := 1; i <= 3; i++ {
+		resp, _ := f.get(t, "/v1/screenshots/take", f.query())
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d", i, resp.StatusCode)
+		}
+		if resp.Header.Get("X-RateLimit-Limit") != "3" || resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(3-i) {
+			t.Errorf("request %d headers: %v", i, resp.Header)
+		}
+		last = resp
+	}
+	reset, _ := strconv.ParseInt(last.Header.Get("X-RateLimit-Reset"), 10, 64)
+	if d := time.Until(time.Unix(reset, 0)); d <= 0 || d > time.Minute {
+		t.Errorf("X-RateLimit-Reset %d is not the end of the window", reset)
+	}
+	// Errors carry the headers too once the key is known.
+	resp, body := f.get(t, "/v1/screenshots/take", f.query())
+	msg := errorBody(t, resp, body, 429)
+	if !strings.Contains(msg, "rate limit of 3 requests") || resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-RateLimit-Remaining") != "0" {
+		t.Errorf("429: %q %v", msg, resp.Header)
+	}
+	if n := f.render.calls.Load(); n != 3 {
+		t.Errorf("renders = %d, want 3", n)
+	}
+}
+
+func TestQuotaExhausted(t *testing.T) {
+	f := limitedFixture(t, screenshot.Plans{Free: screenshot.PlanLimits{Rate: 100, Quota: 2}}, time.Minute)
+	for i := range 2 {
+		if resp, _ := f.get(t, "/v1/screenshots/take", f.query()); resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp, body := f.get(t, "/v1/screenshots/take", f.query())
+	msg := errorBody(t, resp, body, 403)
+	_, resets := screenshot.PeriodOf(time.Now())
+	if !strings.Contains(msg, "monthly quota of 2 screenshots is exhausted") || !strings.Contains(msg, resets.Format(time.RFC3339)) {
+		t.Errorf("message = %q", msg)
+	}
+	if resp.Header.Get("X-RateLimit-Limit") == "" {
+		t.Error("quota refusal without rate-limit headers")
+	}
+}
+
+func TestFailuresDoNotCountAgainstQuota(t *testing.T) {
+	f := limitedFixture(t, screenshot.Plans{Free: screenshot.PlanLimits{Rate: 100, Quota: 1}}, time.Minute)
+	f.render.err = screenshot.Errorf(screenshot.EUPSTREAM, "refused")
+	for range 3 {
+		resp, body := f.get(t, "/v1/screenshots/take", f.query())
+		errorBody(t, resp, body, 502)
+	}
+	f.render.err = nil
+	if resp, body := f.get(t, "/v1/screenshots/take", f.query()); resp.StatusCode != 200 {
+		t.Fatalf("first success after failures: %d %s", resp.StatusCode, body)
+	}
+	keys, _ := f.store.ListKeys(context.Background())
+	period, _ := screenshot.PeriodOf(time.Now())
+	if n, _ := f.store.Usage(context.Background(), keys[0].ID, period); n != 1 {
+		t.Errorf("usage = %d, want 1", n)
+	}
+}
+
+func TestDomainWhitelist(t *testing.T) {
+	f := limitedFixture(t, screenshot.DefaultPlans, time.Minute)
+	f.secret = addKey(t, f.store, screenshot.PlanPro, []string{"8.8.8.8", "*.example.org"})
+	for _, tc := range []struct {
+		url  string
+		want int
+	}{
+		{"http://8.8.8.8/", 200},
+		{"http://8.8.4.4/", 403},
+		{"http://example.org/", 403}, // the wildcard does not cover the apex
+	} {
+		resp, body := f.get(t, "/v1/screenshots/take", f.query("url", tc.url))
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %s", tc.url, resp.StatusCode, body)
+		}
+		if tc.want == 403 && !strings.Contains(string(body), "may not capture") {
+			t.Errorf("%s: %s", tc.url, body)
+		}
+	}
+	if n := f.render.calls.Load(); n != 1 {
+		t.Errorf("renders = %d, want 1", n)
+	}
+}
+
+func TestConcurrentQuotaExactness(t *testing.T) {
+	f := limitedFixture(t, screenshot.Plans{Free: screenshot.PlanLimits{Rate: 1000, Quota: 50}}, time.Minute)
+	codes := statusCounts(t, f.srv.URL, f.query(), 200)
+	if codes[200] != 50 || codes[403] != 150 || f.render.calls.Load() != 50 {
+		t.Errorf("statuses %v, renders %d; want 50×200, 150×403, 50 renders", codes, f.render.calls.Load())
+	}
+}
+
+// statusCounts sends n concurrent requests and counts the statuses.
+func statusCounts(t *testing.T, base string, q url.Values, n int) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	for range n {
+		wg.Go(func() {
+			resp, err := client.Get(base + "/v1/screenshots/take?" + q.Encode())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			codes[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return codes
 }

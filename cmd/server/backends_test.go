@@ -1,0 +1,171 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shutterhq/shutter/internal/testenv"
+)
+
+// burst sends n concurrent screenshot requests spread over the servers and
+// counts the statuses.
+func burst(t *testing.T, servers []*Main, q url.Values, n int) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}, Timeout: time.Minute}
+	for i := range n {
+		m := servers[i%len(servers)]
+		wg.Go(func() {
+			resp, err := client.Get("http://" + m.Addr + "/v1/screenshots/take?" + q.Encode())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			codes[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return codes
+}
+
+// TestProductionBackends runs three servers on one PostgreSQL and one Redis,
+// as three replicas would, against real pages.
+func TestProductionBackends(t *testing.T) {
+	chrome := testenv.Chrome(t)
+	pg := testenv.NewPostgres(t)
+	rd := testenv.NewRedis(t)
+	var pages atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			pages.Add(1)
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<body style="background:#0f0">ok</body>`)
+	}))
+	defer site.Close()
+
+	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": pg.DSN("postgres"), "REDIS_URL": "redis://" + rd.Addr(),
+		"CHROME_PATH": chrome, "ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "NODE_ENV": "production",
+		"KEY_CACHE_TTL_MS": "200", "DATA_DIR": t.TempDir()}
+	if out := cli(t, env, "migrate"); !strings.Contains(out, "postgres database is up to date") {
+		t.Fatalf("migrate: %s", out)
+	}
+	quotaKey := newKey(t, env, "--plan", "free", "--monthly-quota", "50", "--rate-limit", "1000")
+	if !strings.HasPrefix(quotaKey, "ss_live_") {
+		t.Fatalf("production key = %q", quotaKey)
+	}
+	rateKey := newKey(t, env, "--plan", "enterprise", "--rate-limit", "50", "--domains", "allowed.example")
+
+	servers := []*Main{startMain(t, env), startMain(t, env), startMain(t, env)}
+	parent := t
+
+	t.Run("quota exact across replicas", func(t *testing.T) {
+		codes := burst(t, servers, url.Values{"api_key": {quotaKey}, "url": {site.URL}}, 200)
+		if codes[200] != 50 || codes[403] != 150 {
+			t.Errorf("statuses = %v, want 50×200 and 150×403", codes)
+		}
+		if n := pages.Load(); n != 50 {
+			t.Errorf("the page server rendered %d times, want 50", n)
+		}
+	})
+	t.Run("rate window exact across replicas", func(t *testing.T) {
+		// Allowed requests stop at the domain check, so nothing renders.
+		codes := burst(t, servers, url.Values{"api_key": {rateKey}, "url": {site.URL}}, 200)
+		if codes[429] != 150 || codes[403] != 50 {
+			t.Errorf("statuses = %v, want 150×429 and 50×403", codes)
+		}
+	})
+	t.Run("usage survives a restart", func(t *testing.T) {
+		for _, m := range servers {
+			m.Close()
+		}
+		list := cli(t, env, "keys", "list")
+		if !strings.Contains(list, "50/50") {
+			t.Errorf("keys list after stopping every server:\n%s", list)
+		}
+		servers = []*Main{startMain(parent, env)} // outlives this subtest
+		resp, body := take(t, servers[0], url.Values{"api_key": {quotaKey}, "url": {site.URL}})
+		if resp.StatusCode != 403 || !strings.Contains(string(body), "exhausted") {
+			t.Errorf("after restart: %d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("redis outage falls back", func(t *testing.T) {
+		key := newKey(t, env, "--plan", "pro")
+		rd.Stop()
+		resp, body := take(t, servers[0], url.Values{"api_key": {key}, "url": {site.URL}})
+		if resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Limit") != "60" {
+			t.Errorf("with Redis down: %d %s", resp.StatusCode, body)
+		}
+		health := get(t, "http://"+servers[0].Addr+"/health")
+		if !strings.Contains(health, `"status":"degraded"`) || !strings.Contains(health, `"name":"redis","status":"warn"`) {
+			t.Errorf("health with Redis down: %s", health)
+		}
+		if err := rd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("postgres outage is a 503, then service resumes", func(t *testing.T) {
+		key := newKey(t, env, "--plan", "pro")
+		pg.Stop()
+		start := time.Now()
+		resp, body := take(t, servers[0], url.Values{"api_key": {key}, "url": {site.URL}})
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("with PostgreSQL down: %d %s", resp.StatusCode, body)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("the refusal took %s", d)
+		}
+		if ready := getStatus(t, "http://"+servers[0].Addr+"/health/ready"); ready != 503 {
+			t.Errorf("ready with PostgreSQL down: %d", ready)
+		}
+		if err := pg.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			resp, body := take(t, servers[0], url.Values{"api_key": {key}, "url": {site.URL}})
+			if resp.StatusCode == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no recovery: %d %s", resp.StatusCode, body)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+}
+
+func get(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func getStatus(t *testing.T, u string) int {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
