@@ -168,4 +168,3 @@ func getStatus(t *testing.T, u string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
-
