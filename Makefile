@@ -13,7 +13,9 @@ LDFLAGS   := -s -w -X github.com/shutterhq/shutter/internal/version.Version=$(VE
 # reuses them.
 CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/shutter
 
-export CGO_ENABLED ?= 0
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW := $(CACHE_DIR)/versitygw-$(VERSITYGW_VERSION)/versitygw
+export VERSITYGW
 
 .PHONY: help
 help: ## List the targets.
@@ -42,13 +44,19 @@ APT_INSTALL = if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	else echo "Missing $(1): install with apt-get install $(1) (as root)"; exit 1; fi
 
 .PHONY: test-deps
-test-deps: deps ## Install what the tests need: Chromium, PostgreSQL 15, Redis.
+test-deps: deps $(VERSITYGW) ## Install what the tests need: Chromium, PostgreSQL 15, Redis, an S3 server.
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(call APT_INSTALL,postgresql-15); }
 	@command -v redis-server >/dev/null 2>&1 || { $(call APT_INSTALL,redis-server); }
 
+# The S3-compatible server of the tests: Versity's gateway, built from the Go
+# module proxy once per version into the tool cache (~1.5 min cold).
+$(VERSITYGW):
+	@echo ">> building versitygw $(VERSITYGW_VERSION) into $(@D)"
+	GOBIN=$(@D) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
 .PHONY: build
 build: ## Build bin/server and bin/operator.
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/server ./cmd/server
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/server ./cmd/server
 
 .PHONY: run
 run: deps build ## Serve on :3000 with the embedded default (data in ./data).
@@ -76,8 +84,10 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	done
 
 .PHONY: bench
-bench: deps ## Render benchmarks: Shutter next to a raw chromedp baseline.
-	$(GO) test -run '^$$' -bench . -benchtime 40x -timeout 30m ./internal/chromium ./internal/screenshot
+bench: test-deps ## Render benchmarks next to a raw chromedp baseline; cache hits; parser.
+	$(GO) test -run '^$$' -bench . -benchtime 40x -timeout 30m ./internal/chromium
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/httpapi ./internal/embedded ./internal/s3store
+	$(GO) test -run '^$$' -bench . ./internal/screenshot
 
 .PHONY: clean
 clean: ## Remove build output.

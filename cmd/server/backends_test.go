@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/config"
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
@@ -167,4 +169,65 @@ func getStatus(t *testing.T, u string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestS3Cache caches on a real S3-compatible server, and goes on uncached
+// while it is down.
+func TestS3Cache(t *testing.T) {
+	chrome := testenv.Chrome(t)
+	s3 := testenv.NewS3(t)
+	var pages atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			pages.Add(1)
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<body style="background:#0f0">ok</body>`)
+	}))
+	defer site.Close()
+	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome,
+		"ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "STORAGE_URL": s3.URL(), "STORAGE_BUCKET": "shots",
+		"STORAGE_REGION": "us-east-1", "STORAGE_ACCESS_KEY_ID": s3.AccessKey, "STORAGE_SECRET_ACCESS_KEY": s3.SecretKey,
+		"STORAGE_USE_PATH_STYLE_ENDPOINT": "true"}
+	key := newKey(t, env, "--plan", "pro")
+	m := startMain(t, env)
+	q := url.Values{"api_key": {key}, "url": {site.URL}, "is_cached": {"true"}, "format": {"png"}}
+	for i, want := range []string{"MISS", "HIT", "HIT"} {
+		resp, body := take(t, m, q)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != want || resp.Header.Get("Content-Type") != "image/png" || len(body) == 0 {
+			t.Fatalf("request %d: %d %v", i, resp.StatusCode, resp.Header)
+		}
+	}
+	if n := pages.Load(); n != 1 {
+		t.Errorf("page rendered %d times, want 1", n)
+	}
+
+	s3.Stop()
+	q.Set("cache_key", "during-outage")
+	resp, body := take(t, m, q)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != "MISS" {
+		t.Errorf("with storage down: %d %s", resp.StatusCode, body)
+	}
+	if h := get(t, "http://"+m.Addr+"/health"); !strings.Contains(h, `"status":"degraded"`) || !strings.Contains(h, `"name":"s3","status":"fail"`) {
+		t.Errorf("health with storage down: %s", h)
+	}
+	if err := s3.Start(); err != nil {
+		t.Fatal(err)
+	}
+	q.Del("cache_key")
+	if resp, _ := take(t, m, q); resp.StatusCode != 200 || resp.Header.Get("X-Cache") != "HIT" {
+		t.Errorf("after the storage came back: %d %v", resp.StatusCode, resp.Header)
+	}
+
+	// Wrong credentials stop start-up with a clear error.
+	bad := environ{}
+	for k, v := range env {
+		bad[k] = v
+	}
+	bad["STORAGE_SECRET_ACCESS_KEY"] = "wrong"
+	cfg, _ := config.Load(bad.get)
+	mb := &Main{Config: cfg, Log: newLogger(cfg, io.Discard), Stderr: io.Discard}
+	if err := mb.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "storage:") {
+		t.Errorf("start with wrong storage credentials: %v", err)
+	}
 }

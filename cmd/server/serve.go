@@ -26,6 +26,7 @@ import (
 	"github.com/shutterhq/shutter/internal/postgres"
 	"github.com/shutterhq/shutter/internal/queue"
 	"github.com/shutterhq/shutter/internal/redisstore"
+	"github.com/shutterhq/shutter/internal/s3store"
 	"github.com/shutterhq/shutter/internal/screenshot"
 	"github.com/shutterhq/shutter/internal/version"
 )
@@ -70,6 +71,9 @@ type Main struct {
 	store   store
 	backend string
 	redis   *redisstore.Limiter
+	cache   screenshot.Cache
+	s3      *s3store.Store
+	stopBg  context.CancelFunc
 	pool    *chromium.Pool
 	queue   *queue.Queue
 	api     *httpapi.Server
@@ -101,6 +105,30 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if err := m.ensureDevKey(ctx); err != nil {
 		return err
+	}
+
+	bg, stopBg := context.WithCancel(context.Background())
+	m.stopBg = stopBg
+	if cfg.Storage.Configured() {
+		st := cfg.Storage
+		endpoint := st.URL
+		if st.Endpoint != "" {
+			endpoint = st.Endpoint
+		}
+		m.s3, err = s3store.Open(ctx, s3store.Config{Endpoint: endpoint, Region: st.Region, Bucket: st.Bucket,
+			AccessKeyID: st.AccessKeyID, SecretAccessKey: st.SecretAccessKey, PathStyle: st.UsePathStyle}, m.Log)
+		if err != nil {
+			return err
+		}
+		m.cache = m.s3
+		go m.s3.RunSweeper(bg, time.Hour)
+	} else {
+		dc, err := embedded.OpenCache(filepath.Join(cfg.DataDir, "cache"), m.Log)
+		if err != nil {
+			return err
+		}
+		m.cache = dc
+		go dc.RunSweeper(bg, 10*time.Minute)
 	}
 
 	mx := metrics.New()
@@ -142,6 +170,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Plans:      plans(cfg.Plans),
 		RateWindow: cfg.RateLimitWindow,
 		HoldTTL:    cfg.QueueTimeout + cfg.ScreenshotTimeout + 30*time.Second,
+		Cache:      m.cache,
+		Lock:       m.locker(),
 		Ready: func(ctx context.Context) error {
 			if err := m.store.Ping(ctx); err != nil {
 				return fmt.Errorf("database: %w", err)
@@ -175,6 +205,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Log.InfoContext(ctx, "listening", "addr", m.Addr, "metrics_addr", m.MetricsAddr, "env", cfg.NodeEnv,
 		"version", version.String(), "browsers", len(m.pool.Stats()), "max_concurrent", cfg.MaxConcurrent)
 	return nil
+}
+
+// locker is Redis when it is configured: replicas then fill a cold cache
+// entry once between them.
+func (m *Main) locker() httpapi.Locker {
+	if m.redis == nil {
+		return nil
+	}
+	return m.redis
 }
 
 func serve(s *http.Server, port int) (string, error) {
@@ -212,6 +251,9 @@ func (m *Main) Close() error {
 	}
 	if m.metrics != nil {
 		m.metrics.Close()
+	}
+	if m.stopBg != nil {
+		m.stopBg()
 	}
 	if m.pool != nil {
 		errs = append(errs, m.pool.Close())
@@ -258,6 +300,9 @@ func (m *Main) checks() []health.Check {
 			return health.Pass, map[string]any{"backend": m.backend}, m.store.Ping(ctx)
 		}},
 		{Name: "storage", Run: func(ctx context.Context) (string, map[string]any, error) {
+			if m.s3 != nil {
+				return health.Pass, map[string]any{"backend": "s3", "bucket": m.Config.Storage.Bucket}, m.s3.Ping(ctx)
+			}
 			return dataDirCheck(m.Config.DataDir)
 		}},
 		{Name: "queue", Run: func(ctx context.Context) (string, map[string]any, error) {
@@ -271,7 +316,11 @@ func (m *Main) checks() []health.Check {
 			return health.Pass, d, nil
 		}},
 		{Name: "s3", Run: func(ctx context.Context) (string, map[string]any, error) {
-			return health.Pass, map[string]any{"configured": false}, nil
+			if m.s3 == nil {
+				return health.Pass, map[string]any{"configured": false}, nil
+			}
+			// Unreachable storage degrades: requests render uncached.
+			return health.Pass, map[string]any{"configured": true, "bucket": m.Config.Storage.Bucket}, m.s3.Ping(ctx)
 		}},
 		{Name: "browser", Critical: true, Run: func(ctx context.Context) (string, map[string]any, error) {
 			stats := m.pool.Stats()

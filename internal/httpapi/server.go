@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/shutterhq/shutter/internal/health"
 	"github.com/shutterhq/shutter/internal/metrics"
@@ -42,6 +43,11 @@ type Deps struct {
 	RateWindow time.Duration
 	// HoldTTL is how long a quota reservation outlives a crashed process.
 	HoldTTL time.Duration
+	// Cache stores is_cached screenshots; nil renders every time.
+	Cache screenshot.Cache
+	// Lock, when set, lets one replica fill a cache entry while the others
+	// wait for it.
+	Lock Locker
 	// Ready reports whether the server can take screenshots; nil means yes.
 	Ready func(ctx context.Context) error
 	// Health runs the component checks of /health; nil serves 404.
@@ -58,6 +64,7 @@ type Server struct {
 	log      *slog.Logger
 	handler  http.Handler
 	draining atomic.Bool
+	flight   singleflight.Group
 }
 
 // Drain makes readiness fail so that load balancers stop sending traffic,
@@ -120,43 +127,55 @@ func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 			target.Hostname(), strings.Join(key.Domains, ", "))
 	}
 	o.AllowedDomains = key.Domains
-	if err := s.Guard.CheckURL(ctx, o.URL); err != nil {
+	reqInfo(ctx).cache = "BYPASS"
+	if o.Cached && s.Cache != nil {
+		return s.serveCached(w, r, key, limits, o)
+	}
+	img, err := s.render(ctx, key, limits, o)
+	if err != nil {
 		return err
+	}
+	writeImage(w, img, time.Hour)
+	return nil
+}
+
+// render checks the target, reserves quota, waits for a slot and renders.
+// The quota unit is committed only when an image comes out.
+func (s *Server) render(ctx context.Context, key *screenshot.Key, limits screenshot.PlanLimits, o *screenshot.Options) (img *screenshot.Image, err error) {
+	if err := s.Guard.CheckURL(ctx, o.URL); err != nil {
+		return nil, err
 	}
 	hold, err := s.reserve(ctx, key, limits)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	release, err := s.Queue.Acquire(ctx)
 	if err != nil {
 		s.settle(ctx, hold, false)
 		if errors.Is(err, queue.ErrFull) || errors.Is(err, queue.ErrTimeout) {
 			s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("queue_full").Inc() })
-			return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "all render slots are busy; try again shortly",
+			return nil, &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "all render slots are busy; try again shortly",
 				RetryAfter: s.Queue.RetryAfter(), Err: err}
 		}
-		return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the request was canceled while it waited", Err: err}
+		return nil, &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the request was canceled while it waited", Err: err}
 	}
-	rendered := false
 	defer func() {
-		release(rendered) // also when the render panics
-		s.settle(ctx, hold, rendered)
+		release(img != nil) // also when the render panics
+		s.settle(ctx, hold, img != nil)
 	}()
 	if o.BypassCSP {
 		u, _ := url.Parse(o.URL)
 		s.log.WarnContext(ctx, "bypass_csp used", "request_id", RequestID(ctx), "key_id", key.ID, "target_host", u.Hostname())
 	}
 	start := time.Now()
-	img, err := s.Renderer.Render(ctx, o)
+	img, err = s.Renderer.Render(ctx, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rendered = true
 	s.count(func(m *metrics.Metrics) {
 		m.RenderDuration.WithLabelValues(string(o.Format)).Observe(time.Since(start).Seconds())
 	})
-	writeImage(w, img, time.Hour)
-	return nil
+	return img, nil
 }
 
 // rateLimit counts the request in the key's window, sets the X-RateLimit-*

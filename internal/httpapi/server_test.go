@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/shutterhq/shutter/internal/netguard"
 	"github.com/shutterhq/shutter/internal/queue"
 	"github.com/shutterhq/shutter/internal/screenshot"
+	"github.com/shutterhq/shutter/internal/testenv"
 )
 
 // fakeRenderer is enough for the HTTP layer: the real one is tested against
@@ -371,7 +373,7 @@ func limitedFixture(t *testing.T, plans screenshot.Plans, window time.Duration) 
 	return f
 }
 
-func addKey(t *testing.T, st screenshot.KeyStore, plan screenshot.Plan, domains []string) string {
+func addKey(t testing.TB, st screenshot.KeyStore, plan screenshot.Plan, domains []string) string {
 	t.Helper()
 	secret := screenshot.NewSecret("ss", "development")
 	k := &screenshot.Key{ID: screenshot.NewKeyID(), Hash: screenshot.HashSecret(secret), Plan: plan, Domains: domains, CreatedAt: time.Now()}
@@ -500,4 +502,10 @@ func statusCounts(t *testing.T, base string, q url.Values, n int) map[int]int {
 	}
 	wg.Wait()
 	return codes
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.StopShared()
+	os.Exit(code)
 }

@@ -120,3 +120,23 @@ func (l *Limiter) allow(ctx context.Context, id string, limit int, window time.D
 	}
 	return screenshot.RateState{Allowed: n <= limit, Limit: limit, Remaining: max(0, limit-n), Reset: end}, nil
 }
+
+var unlock = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// Lock takes a short lock that only its holder can release; it expires by
+// itself after ttl so a crashed holder cannot keep it.
+func (l *Limiter) Lock(ctx context.Context, name string, ttl time.Duration) (func(), bool, error) {
+	token := screenshot.NewKeyID()
+	key := l.prefix + "lock:" + name
+	ok, err := l.client.SetNX(ctx, key, token, ttl).Result()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		unlock.Run(ctx, l.client, []string{key}, token)
+	}, true, nil
+}
