@@ -101,7 +101,7 @@ func BenchmarkRender(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rawCtx := raw.browsers[0].current().ctx
+	rawCtx := raw.list()[0].current().ctx
 
 	slots := []int{1, 10}
 	for _, format := range []string{"png", "jpeg"} {

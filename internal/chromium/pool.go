@@ -9,7 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +27,15 @@ type Config struct {
 	// Local is how many local browsers to launch when URLs is empty.
 	Local int
 	// URLs are DevTools endpoints of running browsers; when set, nothing is
-	// launched locally.
+	// launched locally. A dns://name:port URL stands for every address the
+	// name resolves to, looked up again every DiscoveryInterval: browsers
+	// are added and dropped as the addresses come and go (a headless
+	// Service of browser pods).
 	URLs []string
+	// DiscoveryInterval is the period of dns:// lookups; default 10 s.
+	DiscoveryInterval time.Duration
+	// Resolver resolves dns:// names; nil means net.DefaultResolver.
+	Resolver *net.Resolver
 	// Flags are extra command-line flags for local browsers.
 	Flags []string
 
@@ -65,13 +76,21 @@ func (c *Config) defaults() {
 	if c.BrowserWait <= 0 {
 		c.BrowserWait = 10 * time.Second
 	}
+	if c.DiscoveryInterval <= 0 {
+		c.DiscoveryInterval = 10 * time.Second
+	}
 }
 
 // Pool is a set of browsers that renders screenshots.
 type Pool struct {
-	cfg      Config
-	log      *slog.Logger
-	browsers []*browser
+	cfg       Config
+	log       *slog.Logger
+	static    []*browser
+	discovery []string // host:port of dns:// URLs
+
+	bmu      sync.Mutex
+	browsers map[string]*browser // by name
+	stops    map[string]context.CancelFunc
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -87,32 +106,136 @@ var _ screenshot.Renderer = (*Pool)(nil)
 // New returns a pool; Start launches or connects its browsers.
 func New(cfg Config, log *slog.Logger) (*Pool, error) {
 	cfg.defaults()
-	p := &Pool{cfg: cfg, log: log, changed: make(chan struct{})}
+	p := &Pool{cfg: cfg, log: log, changed: make(chan struct{}), browsers: map[string]*browser{}, stops: map[string]context.CancelFunc{}}
 	if len(cfg.URLs) > 0 {
 		for _, u := range cfg.URLs {
-			p.browsers = append(p.browsers, &browser{name: u, launch: remoteLauncher(u), log: log})
+			if hostport, ok := strings.CutPrefix(u, "dns://"); ok {
+				if _, _, err := net.SplitHostPort(hostport); err != nil {
+					return nil, fmt.Errorf("chromium: %q: want dns://name:port", u)
+				}
+				p.discovery = append(p.discovery, hostport)
+				continue
+			}
+			p.static = append(p.static, &browser{name: u, launch: remoteLauncher(u), log: log})
 		}
 	} else {
 		if cfg.ExecPath == "" {
 			return nil, errors.New("chromium: no browser binary and no BROWSER_URLS")
 		}
 		for i := range cfg.Local {
-			p.browsers = append(p.browsers, &browser{name: fmt.Sprintf("local-%d", i), launch: localLauncher(cfg.ExecPath, cfg.Flags), log: log})
+			p.static = append(p.static, &browser{name: fmt.Sprintf("local-%d", i), launch: localLauncher(cfg.ExecPath, cfg.Flags), log: log})
 		}
 	}
 	return p, nil
+}
+
+// add starts supervising b.
+func (p *Pool) add(b *browser) {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	if _, ok := p.browsers[b.name]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	p.browsers[b.name] = b
+	p.stops[b.name] = cancel
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		b.supervise(ctx, p.notify)
+	}()
+}
+
+// drop stops supervising the browser of that name and disconnects it.
+func (p *Pool) drop(name string) {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	if stop, ok := p.stops[name]; ok {
+		stop()
+		delete(p.stops, name)
+		delete(p.browsers, name)
+	}
+}
+
+func (p *Pool) list() []*browser {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	out := make([]*browser, 0, len(p.browsers))
+	for _, name := range slices.Sorted(maps.Keys(p.browsers)) {
+		out = append(out, p.browsers[name])
+	}
+	return out
+}
+
+// discover resolves every dns:// name and brings the browser set in line
+// with the addresses found. A failed lookup keeps the current set.
+func (p *Pool) discover(ctx context.Context) {
+	r := p.cfg.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	want := map[string]bool{}
+	for _, hp := range p.discovery {
+		host, port, _ := net.SplitHostPort(hp)
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		addrs, err := r.LookupHost(lctx, host)
+		cancel()
+		if err != nil {
+			p.log.WarnContext(ctx, "browser discovery failed; keeping the current browsers", "name", host, "err", err)
+			return
+		}
+		for _, a := range addrs {
+			want["http://"+net.JoinHostPort(a, port)] = true
+		}
+	}
+	p.bmu.Lock()
+	var gone []string
+	for name := range p.browsers {
+		if !want[name] && !slices.ContainsFunc(p.static, func(b *browser) bool { return b.name == name }) {
+			gone = append(gone, name)
+		}
+	}
+	p.bmu.Unlock()
+	for _, name := range gone {
+		p.log.InfoContext(ctx, "browser gone from discovery", "browser", name)
+		p.drop(name)
+	}
+	for u := range want {
+		p.add(&browser{name: u, launch: remoteLauncher(u), log: p.log})
+	}
+	if len(gone) > 0 {
+		p.notify()
+	}
 }
 
 // Start starts the supervisors and waits until at least one browser is ready
 // or ctx ends. The browsers keep running after Start returns, until Close.
 func (p *Pool) Start(ctx context.Context) error {
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	for _, b := range p.browsers {
+	for _, b := range p.static {
+		p.add(b)
+	}
+	if len(p.discovery) > 0 {
+		p.discover(ctx)
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			b.supervise(p.ctx, p.notify)
+			t := time.NewTicker(p.cfg.DiscoveryInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-p.ctx.Done():
+					return
+				case <-t.C:
+					p.discover(p.ctx)
+				}
+			}
 		}()
+	}
+	if len(p.static) == 0 {
+		// Discovered browsers come and go; readiness reports whether any is
+		// there.
+		return nil
 	}
 	if _, err := p.pick(ctx); err != nil {
 		return fmt.Errorf("chromium: no browser became ready: %w (last error: %s)", err, p.lastError())
@@ -147,7 +270,7 @@ func (p *Pool) pick(ctx context.Context) (*browser, error) {
 		changed := p.changed
 		p.mu.Unlock()
 		var best *browser
-		for _, b := range p.browsers {
+		for _, b := range p.list() {
 			if b.current() == nil {
 				continue
 			}
@@ -167,7 +290,7 @@ func (p *Pool) pick(ctx context.Context) (*browser, error) {
 }
 
 func (p *Pool) lastError() string {
-	for _, b := range p.browsers {
+	for _, b := range p.list() {
 		if e := b.lastErr.Load(); e != nil {
 			return *e
 		}
@@ -186,8 +309,9 @@ type BrowserStats struct {
 
 // Stats describes every browser.
 func (p *Pool) Stats() []BrowserStats {
-	out := make([]BrowserStats, 0, len(p.browsers))
-	for _, b := range p.browsers {
+	bs := p.list()
+	out := make([]BrowserStats, 0, len(bs))
+	for _, b := range bs {
 		s := BrowserStats{Name: b.name, Active: b.active.Load(), Restarts: b.restarts.Load()}
 		if c := b.current(); c != nil {
 			s.Ready, s.PID = true, c.pid
@@ -199,7 +323,7 @@ func (p *Pool) Stats() []BrowserStats {
 
 // Ready reports whether at least one browser can take a render.
 func (p *Pool) Ready() bool {
-	for _, b := range p.browsers {
+	for _, b := range p.list() {
 		if b.current() != nil {
 			return true
 		}

@@ -643,3 +643,33 @@ func TestKeyDomainsFollowNavigations(t *testing.T) {
 		t.Errorf("other.test received %d requests, want only the iframe's", hosts["other.test"])
 	}
 }
+
+// TestDiscovery finds browsers through dns:// URLs (an address stands in for
+// the headless Service's name) and follows changes of the answer.
+func TestDiscovery(t *testing.T) {
+	first := startRemote(t)
+	second := startRemote(t)
+	hp := func(endpoint string) string { return strings.TrimPrefix(endpoint, "http://") }
+	p, err := startPool(Config{URLs: []string{"dns://" + hp(first)}, Timeout: 20 * time.Second, DiscoveryInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSite(t, map[string]string{"/": boxPage})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := p.Render(ctx, opts(t, s.URL)); err != nil {
+		t.Fatalf("render through a discovered browser: %v", err)
+	}
+	if st := p.Stats(); len(st) != 1 || st[0].Name != first || !st[0].Ready {
+		t.Fatalf("stats = %+v", st)
+	}
+	// The name now answers with another address: the old browser is dropped.
+	p.discovery = []string{hp(second)}
+	p.discover(context.Background())
+	if _, err := p.Render(ctx, opts(t, s.URL)); err != nil {
+		t.Fatalf("render after the change: %v", err)
+	}
+	if st := p.Stats(); len(st) != 1 || st[0].Name != second {
+		t.Fatalf("stats after the change = %+v", st)
+	}
+}

@@ -1,0 +1,93 @@
+// Command operator runs the ScreenshotService controller: a controller-runtime
+// manager with leader election, metrics and health endpoints.
+//
+// Flags (each also read from the environment variable in brackets):
+//
+//	--metrics-bind-address  [METRICS_BIND_ADDRESS]  default :8080; "0" turns metrics off
+//	--health-probe-bind-address [HEALTH_PROBE_BIND_ADDRESS] default :8081
+//	--leader-elect          [LEADER_ELECT]          default true
+//	--leader-election-namespace [LEADER_ELECTION_NAMESPACE] default: the pod's namespace
+//	--watch-namespace       [WATCH_NAMESPACE]       default: all namespaces
+//	--zap-log-level etc.    the standard zap flags of controller-runtime
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+	"github.com/shutterhq/shutter/controllers"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "shutter-operator:", err)
+		os.Exit(1)
+	}
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func run() error {
+	leaderDefault, _ := strconv.ParseBool(env("LEADER_ELECT", "true"))
+	metricsAddr := flag.String("metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "address of the metrics endpoint; 0 turns it off")
+	probeAddr := flag.String("health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
+	leaderElect := flag.Bool("leader-elect", leaderDefault, "elect a leader, so that only one replica reconciles")
+	leaderNS := flag.String("leader-election-namespace", env("LEADER_ELECTION_NAMESPACE", ""), "namespace of the leader lease")
+	watchNS := flag.String("watch-namespace", env("WATCH_NAMESPACE", ""), "only this namespace (default all)")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(shutterv1.AddToScheme(scheme))
+
+	mopts := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:  *probeAddr,
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        "shutter-operator.shutter.dev",
+		LeaderElectionNamespace: *leaderNS,
+	}
+	if *watchNS != "" {
+		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{*watchNS: {}}}
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mopts)
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := (&controllers.Reconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("shutter-operator"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting", "leader_elect", *leaderElect, "watch_namespace", *watchNS)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

@@ -1,0 +1,202 @@
+// Package controllers holds the ScreenshotService reconciler: get, observe,
+// build the desired objects (package manifests), apply them, report status.
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+	"github.com/shutterhq/shutter/internal/manifests"
+)
+
+// FieldOwner is the server-side apply manager of every object the operator
+// writes.
+const FieldOwner = "shutter-operator"
+
+// secretRefIndex indexes ScreenshotServices by the Secrets they reference.
+const secretRefIndex = ".spec.secretNames"
+
+// Reconciler reconciles ScreenshotServices.
+type Reconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile brings the objects of one ScreenshotService in line with its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s shutterv1.ScreenshotService
+	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := s.Status.DeepCopy()
+
+	if err := r.ensureAuthSecret(ctx, &s); err != nil {
+		return ctrl.Result{}, r.failed(ctx, &s, before, err)
+	}
+	secretHash, missing, err := r.secretDigest(ctx, &s)
+	if err != nil {
+		return ctrl.Result{}, r.failed(ctx, &s, before, err)
+	}
+	cm := manifests.ConfigMap(&s)
+	desired := []client.Object{
+		cm,
+		manifests.APIDeployment(&s, manifests.Hash(cm.Data, secretHash)),
+		manifests.APIService(&s),
+		manifests.BrowserDeployment(&s),
+		manifests.BrowserService(&s),
+		manifests.BrowserNetworkPolicy(&s),
+	}
+	for _, pdb := range manifests.PodDisruptionBudgets(&s) {
+		desired = append(desired, pdb)
+	}
+	for _, obj := range desired {
+		if err := r.apply(ctx, obj); err != nil {
+			return ctrl.Result{}, r.failed(ctx, &s, before, fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err))
+		}
+	}
+	return ctrl.Result{}, r.updateStatus(ctx, &s, before, missing)
+}
+
+// ensureAuthSecret creates the AUTH_SECRET once; a reconcile never changes
+// an existing value.
+func (r *Reconciler) ensureAuthSecret(ctx context.Context, s *shutterv1.ScreenshotService) error {
+	var sec corev1.Secret
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: manifests.AuthSecretName(s)}, &sec)
+	if err == nil && len(sec.Data[manifests.AuthSecretKey]) > 0 {
+		return nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	if err := r.apply(ctx, manifests.AuthSecret(s, base64.RawURLEncoding.EncodeToString(b))); err != nil {
+		return fmt.Errorf("auth secret: %w", err)
+	}
+	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "AuthSecretCreated", "Create", "generated Secret %s", manifests.AuthSecretName(s))
+	return nil
+}
+
+// secretDigest reads the referenced Secret keys; their values feed the
+// pod template's hash (so a rotated credential rolls the pods) and are
+// never stored. It returns the references that are missing.
+func (r *Reconciler) secretDigest(ctx context.Context, s *shutterv1.ScreenshotService) (map[string]string, []string, error) {
+	digest := map[string]string{}
+	var missing []string
+	refs := manifests.SecretRefs(s)
+	for _, env := range slices.Sorted(maps.Keys(refs)) {
+		ref := refs[env]
+		var sec corev1.Secret
+		err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &sec)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, ref.Name+"/"+ref.Key)
+			continue
+		case err != nil:
+			return nil, nil, err
+		}
+		v, ok := sec.Data[ref.Key]
+		if !ok {
+			missing = append(missing, ref.Name+"/"+ref.Key)
+			continue
+		}
+		digest[env] = manifests.Hash(map[string]string{"v": string(v)})
+	}
+	return digest, missing, nil
+}
+
+// apply writes obj with server-side apply: idempotent, and only the fields
+// the operator sets are its own.
+func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, r.Scheme)
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	delete(u, "status")
+	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u, "spec", "template", "metadata", "creationTimestamp")
+	ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
+	return r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+// SetupWithManager watches ScreenshotServices, what they own, and the
+// Secrets they reference.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &shutterv1.ScreenshotService{}, secretRefIndex,
+		func(o client.Object) []string {
+			s := o.(*shutterv1.ScreenshotService)
+			var names []string
+			for _, ref := range manifests.SecretRefs(s) {
+				if !slices.Contains(names, ref.Name) {
+					names = append(names, ref.Name)
+				}
+			}
+			return names
+		})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&shutterv1.ScreenshotService{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfSecret)).
+		Named("screenshotservice").
+		Complete(r)
+}
+
+func (r *Reconciler) servicesOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list shutterv1.ScreenshotServiceList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "list services of a secret", "secret", o.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for _, s := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+	}
+	return out
+}

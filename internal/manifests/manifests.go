@@ -1,0 +1,456 @@
+// Package manifests builds the Kubernetes objects of a ScreenshotService:
+// pure functions, spec in and objects out, so that every detail can be
+// tested without a cluster. The reconciler only applies what they return.
+package manifests
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+)
+
+// Ports and paths the objects agree on.
+const (
+	APIPort      = 3000
+	MetricsPort  = 9464
+	DevToolsPort = 9222
+	DataDir      = "/data"
+
+	// ConfigHashAnnotation on the API pod template changes whenever the
+	// settings or the referenced Secrets change, which rolls the pods.
+	ConfigHashAnnotation = "shutter.dev/config-hash"
+	// AuthSecretKey is the key of the generated Secret.
+	AuthSecretKey = "AUTH_SECRET"
+
+	nonRootUID = 65532
+)
+
+// Names of the objects of a ScreenshotService.
+func APIName(s *shutterv1.ScreenshotService) string        { return s.Name + "-api" }
+func ServiceName(s *shutterv1.ScreenshotService) string    { return s.Name }
+func BrowserName(s *shutterv1.ScreenshotService) string    { return s.Name + "-browser" }
+func ConfigMapName(s *shutterv1.ScreenshotService) string  { return s.Name + "-config" }
+func AuthSecretName(s *shutterv1.ScreenshotService) string { return s.Name + "-auth" }
+
+// Labels of a component's objects; the selector uses the same.
+func Labels(s *shutterv1.ScreenshotService, component string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":       "shutter",
+		"app.kubernetes.io/instance":   s.Name,
+		"app.kubernetes.io/component":  component,
+		"app.kubernetes.io/managed-by": "shutter-operator",
+	}
+}
+
+func selector(s *shutterv1.ScreenshotService, component string) map[string]string {
+	return map[string]string{"app.kubernetes.io/instance": s.Name, "app.kubernetes.io/component": component}
+}
+
+// Selector is the API pods' label selector as a string (for the scale
+// subresource).
+func Selector(s *shutterv1.ScreenshotService) string {
+	sel := selector(s, "api")
+	keys := slices.Sorted(maps.Keys(sel))
+	out := ""
+	for i, k := range keys {
+		if i > 0 {
+			out += ","
+		}
+		out += k + "=" + sel[k]
+	}
+	return out
+}
+
+func meta(s *shutterv1.ScreenshotService, name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: name, Namespace: s.Namespace, Labels: Labels(s, component),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(s, shutterv1.GroupVersion.WithKind("ScreenshotService"))},
+	}
+}
+
+// URL is the in-cluster address of the API.
+func URL(s *shutterv1.ScreenshotService) string {
+	return fmt.Sprintf("http://%s.%s.svc:%d", ServiceName(s), s.Namespace, port(s))
+}
+
+func port(s *shutterv1.ScreenshotService) int32 {
+	if s.Spec.Service.Port > 0 {
+		return s.Spec.Service.Port
+	}
+	return 80
+}
+
+// AuthSecret is the generated Secret; the value is made once by the caller
+// and never changed by a reconcile.
+func AuthSecret(s *shutterv1.ScreenshotService, value string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: meta(s, AuthSecretName(s), "api"),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{AuthSecretKey: []byte(value)},
+	}
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// Settings are the non-secret settings of the API server.
+func Settings(s *shutterv1.ScreenshotService) map[string]string {
+	sp := s.Spec
+	timeout := sp.ScreenshotTimeout.Duration
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	window := sp.RateLimitWindow.Duration
+	if window == 0 {
+		window = time.Minute
+	}
+	d := map[string]string{
+		"PORT":                       strconv.Itoa(APIPort),
+		"METRICS_PORT":               strconv.Itoa(MetricsPort),
+		"NODE_ENV":                   orDefault(sp.NodeEnv, "production"),
+		"LOG_LEVEL":                  orDefault(sp.LogLevel, "info"),
+		"LOG_FORMAT":                 "json",
+		"DATA_DIR":                   DataDir,
+		"MAX_CONCURRENT_SCREENSHOTS": strconv.Itoa(int(max(sp.MaxConcurrentScreenshots, 1))),
+		"SCREENSHOT_TIMEOUT":         ms(timeout),
+		"MAX_PAGE_LOAD_TIMEOUT":      ms(timeout),
+		"RATE_LIMIT_WINDOW_MS":       ms(window),
+		"ALLOW_PRIVATE_TARGETS":      strconv.FormatBool(sp.AllowPrivateTargets),
+		"BROWSER_URLS":               fmt.Sprintf("dns://%s.%s.svc:%d", BrowserName(s), s.Namespace, DevToolsPort),
+		"SHUTDOWN_DELAY_MS":          "5000",
+		"SHUTDOWN_GRACE_MS":          ms(timeout + 5*time.Second),
+	}
+	if sp.MaxConcurrentScreenshots == 0 {
+		d["MAX_CONCURRENT_SCREENSHOTS"] = "10"
+	}
+	if sp.PageLoadTimeout != nil {
+		d["MAX_PAGE_LOAD_TIMEOUT"] = ms(sp.PageLoadTimeout.Duration)
+	}
+	plan := func(prefix string, p shutterv1.PlanSpec) {
+		if p.RequestsPerWindow != nil {
+			d["PLAN_"+prefix+"_RATE_LIMIT"] = strconv.Itoa(int(*p.RequestsPerWindow))
+		}
+		if p.ScreenshotsPerMonth != nil {
+			d["PLAN_"+prefix+"_MONTHLY_QUOTA"] = strconv.Itoa(int(*p.ScreenshotsPerMonth))
+		}
+	}
+	plan("FREE", sp.Plans.Free)
+	plan("PRO", sp.Plans.Pro)
+	plan("ENTERPRISE", sp.Plans.Enterprise)
+	if sp.Database.MaxConnections != nil {
+		d["DATABASE_POOL_MAX_CONNS"] = strconv.Itoa(int(*sp.Database.MaxConnections))
+	}
+	if st := sp.Storage; st != nil {
+		d["STORAGE_URL"] = st.Endpoint
+		d["STORAGE_BUCKET"] = st.Bucket
+		d["STORAGE_REGION"] = orDefault(st.Region, "auto")
+		d["STORAGE_USE_PATH_STYLE_ENDPOINT"] = strconv.FormatBool(st.UsePathStyle)
+	}
+	return d
+}
+
+// ConfigMap holds Settings.
+func ConfigMap(s *shutterv1.ScreenshotService) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: meta(s, ConfigMapName(s), "api"), Data: Settings(s)}
+}
+
+// Hash is a stable digest of settings and secret values, for the
+// ConfigHashAnnotation. Values are hashed, never stored.
+func Hash(parts ...map[string]string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		for _, k := range slices.Sorted(maps.Keys(p)) {
+			fmt.Fprintf(h, "%s=%q;", k, p[k])
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func secretEnv(name string, ref shutterv1.SecretKeyRef) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key}}}
+}
+
+// SecretRefs are the referenced Secret keys by the variable they feed.
+func SecretRefs(s *shutterv1.ScreenshotService) map[string]shutterv1.SecretKeyRef {
+	refs := map[string]shutterv1.SecretKeyRef{
+		AuthSecretKey:  {Name: AuthSecretName(s), Key: AuthSecretKey},
+		"DATABASE_URL": s.Spec.Database.URLSecretRef,
+	}
+	if r := s.Spec.Redis; r != nil {
+		refs["REDIS_URL"] = r.URLSecretRef
+	}
+	if st := s.Spec.Storage; st != nil {
+		refs["STORAGE_ACCESS_KEY_ID"] = shutterv1.SecretKeyRef{Name: st.CredentialsSecretName, Key: orDefault(st.AccessKeyIDKey, "accessKeyId")}
+		refs["STORAGE_SECRET_ACCESS_KEY"] = shutterv1.SecretKeyRef{Name: st.CredentialsSecretName, Key: orDefault(st.SecretAccessKeyKey, "secretAccessKey")}
+	}
+	return refs
+}
+
+func restricted() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](nonRootUID),
+		RunAsGroup:               ptr.To[int64](nonRootUID),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func podAnnotations(s *shutterv1.ScreenshotService, extra map[string]string) map[string]string {
+	out := map[string]string{}
+	maps.Copy(out, s.Spec.PodAnnotations)
+	maps.Copy(out, extra)
+	return out
+}
+
+func httpProbe(path string, port int, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(int32(port))}},
+		PeriodSeconds:    period,
+		TimeoutSeconds:   3,
+		FailureThreshold: failures,
+	}
+}
+
+func orResources(r corev1.ResourceRequirements, cpu, mem, memLimit string) corev1.ResourceRequirements {
+	if len(r.Requests) > 0 || len(r.Limits) > 0 {
+		return r
+	}
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memLimit)},
+	}
+}
+
+// APIDeployment runs the API server.
+func APIDeployment(s *shutterv1.ScreenshotService, configHash string) *appsv1.Deployment {
+	env := []corev1.EnvVar{}
+	refs := SecretRefs(s)
+	for _, name := range slices.Sorted(maps.Keys(refs)) {
+		env = append(env, secretEnv(name, refs[name]))
+	}
+	env = append(env, s.Spec.Env...) // later entries win
+	timeout := s.Spec.ScreenshotTimeout.Duration
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	grace := int64((5*time.Second + 2*timeout + 10*time.Second) / time.Second)
+	c := corev1.Container{
+		Name:            "api",
+		Image:           orDefault(s.Spec.Image, "ghcr.io/shutterhq/shutter-server:latest"),
+		ImagePullPolicy: s.Spec.ImagePullPolicy,
+		Args:            []string{"serve"},
+		Ports: []corev1.ContainerPort{
+			{Name: "http", ContainerPort: APIPort, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+		},
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(s)}}}},
+		Env:       env,
+		Resources: orResources(s.Spec.Resources, "100m", "128Mi", "512Mi"),
+		// The server listens only after migrations and the first browser
+		// connection: give it a minute.
+		StartupProbe:    httpProbe("/health/live", APIPort, 2, 30),
+		LivenessProbe:   httpProbe("/health/live", APIPort, 10, 3),
+		ReadinessProbe:  httpProbe("/health/ready", APIPort, 5, 2),
+		SecurityContext: restricted(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "data", MountPath: DataDir},
+			{Name: "tmp", MountPath: "/tmp"},
+		},
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: meta(s, APIName(s), "api"),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(s.Spec.Replicas, 2)),
+			Selector: &metav1.LabelSelector{MatchLabels: selector(s, "api")},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s, "api"),
+					Annotations: podAnnotations(s, map[string]string{ConfigHashAnnotation: configHash})},
+				Spec: corev1.PodSpec{
+					Containers:                    []corev1.Container{c},
+					TerminationGracePeriodSeconds: ptr.To(grace),
+					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), FSGroup: ptr.To[int64](nonRootUID)},
+					AutomountServiceAccountToken:  ptr.To(false),
+					Volumes: []corev1.Volume{
+						{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+					NodeSelector: s.Spec.NodeSelector,
+					Tolerations:  s.Spec.Tolerations,
+					Affinity:     s.Spec.Affinity,
+				},
+			},
+		},
+	}
+}
+
+// APIService exposes the API.
+func APIService(s *shutterv1.ScreenshotService) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(s, ServiceName(s), "api"),
+		Spec: corev1.ServiceSpec{
+			Type:     orDefault(s.Spec.Service.Type, corev1.ServiceTypeClusterIP),
+			Selector: selector(s, "api"),
+			Ports: []corev1.ServicePort{{Name: "http", Port: port(s), TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// BrowserArgs are Chromium's flags in a browser pod: DevTools on every
+// interface of the pod (the NetworkPolicy admits only the API pods), no
+// background traffic, profile in /tmp.
+func BrowserArgs(s *shutterv1.ScreenshotService) []string {
+	args := []string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--disable-quic", "--disable-breakpad",
+		"--remote-debugging-address=0.0.0.0", "--remote-debugging-port=" + strconv.Itoa(DevToolsPort),
+		"--user-data-dir=/tmp/chromium",
+	}
+	return append(args, s.Spec.Browser.ExtraArgs...)
+}
+
+// BrowserDeployment runs headless Chromium pods.
+func BrowserDeployment(s *shutterv1.ScreenshotService) *appsv1.Deployment {
+	b := s.Spec.Browser
+	shm := resource.MustParse("1Gi")
+	if b.ShmSize != nil {
+		shm = *b.ShmSize
+	}
+	probe := httpProbe("/json/version", DevToolsPort, 10, 3)
+	c := corev1.Container{
+		Name:            "chromium",
+		Image:           orDefault(b.Image, "ghcr.io/shutterhq/shutter-browser:latest"),
+		ImagePullPolicy: b.ImagePullPolicy,
+		Args:            BrowserArgs(s),
+		Env:             []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
+		Ports:           []corev1.ContainerPort{{Name: "devtools", ContainerPort: DevToolsPort, Protocol: corev1.ProtocolTCP}},
+		Resources:       orResources(b.Resources, "250m", "512Mi", "2Gi"),
+		ReadinessProbe:  httpProbe("/json/version", DevToolsPort, 5, 2),
+		LivenessProbe:   probe,
+		SecurityContext: restricted(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "dshm", MountPath: "/dev/shm"},
+			{Name: "tmp", MountPath: "/tmp"},
+		},
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: meta(s, BrowserName(s), "browser"),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(b.Replicas, 2)),
+			Selector: &metav1.LabelSelector{MatchLabels: selector(s, "browser")},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s, "browser"), Annotations: podAnnotations(s, nil)},
+				Spec: corev1.PodSpec{
+					Containers:                    []corev1.Container{c},
+					TerminationGracePeriodSeconds: ptr.To[int64](10),
+					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), FSGroup: ptr.To[int64](nonRootUID)},
+					AutomountServiceAccountToken:  ptr.To(false),
+					Volumes: []corev1.Volume{
+						{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+					NodeSelector: s.Spec.NodeSelector,
+					Tolerations:  s.Spec.Tolerations,
+					Affinity:     s.Spec.Affinity,
+				},
+			},
+		},
+	}
+}
+
+// BrowserService is the headless Service through which the API pods find
+// every browser pod.
+func BrowserService(s *shutterv1.ScreenshotService) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(s, BrowserName(s), "browser"),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: false,
+			Selector:                 selector(s, "browser"),
+			Ports:                    []corev1.ServicePort{{Name: "devtools", Port: DevToolsPort, TargetPort: intstr.FromString("devtools"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// PrivateRanges are refused as destinations of browser pods: the cluster's
+// own networks and cloud metadata.
+var PrivateRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "127.0.0.0/8", "0.0.0.0/8"}
+
+// BrowserNetworkPolicy admits DevTools connections from the API pods only,
+// and lets browsers reach DNS and public addresses only: a second wall
+// behind the server's own outbound checks.
+func BrowserNetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkPolicy {
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	dns := intstr.FromInt32(53)
+	devtools := intstr.FromInt32(DevToolsPort)
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: meta(s, BrowserName(s), "browser"),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: selector(s, "browser")},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: selector(s, "api")}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &devtools}},
+			}},
+			Egress: []networkingv1.NetworkPolicyEgressRule{
+				{
+					To: []networkingv1.NetworkPolicyPeer{{
+						NamespaceSelector: &metav1.LabelSelector{},
+						PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+					}},
+					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
+				},
+				{To: []networkingv1.NetworkPolicyPeer{
+					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: PrivateRanges}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10", "::1/128", "fd00:ec2::254/128"}}},
+				}},
+			},
+		},
+	}
+}
+
+// PodDisruptionBudgets keep all but one pod of each component through
+// voluntary disruptions.
+func PodDisruptionBudgets(s *shutterv1.ScreenshotService) []*policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	var out []*policyv1.PodDisruptionBudget
+	for _, c := range []struct{ name, component string }{{APIName(s), "api"}, {BrowserName(s), "browser"}} {
+		out = append(out, &policyv1.PodDisruptionBudget{
+			ObjectMeta: meta(s, c.name, c.component),
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: &one,
+				Selector:       &metav1.LabelSelector{MatchLabels: selector(s, c.component)},
+			},
+		})
+	}
+	return out
+}
+
+func orDefault[T ~string](v, def T) T {
+	if v == "" {
+		return def
+	}
+	return v
+}
