@@ -172,7 +172,7 @@ type ScreenshotServiceSpec struct {
 	// +kubebuilder:default="30s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="screenshotTimeout must be between 1s and 10m"
 	// +optional
-	ScreenshotTimeout metav1.Duration `json:"screenshotTimeout,omitempty"`
+	ScreenshotTimeout *metav1.Duration `json:"screenshotTimeout,omitempty"`
 	// Limit of the page load (MAX_PAGE_LOAD_TIMEOUT); at most screenshotTimeout.
 	// +optional
 	PageLoadTimeout *metav1.Duration `json:"pageLoadTimeout,omitempty"`
@@ -180,7 +180,7 @@ type ScreenshotServiceSpec struct {
 	// +kubebuilder:default="1m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="rateLimitWindow must be between 1s and 24h"
 	// +optional
-	RateLimitWindow metav1.Duration `json:"rateLimitWindow,omitempty"`
+	RateLimitWindow *metav1.Duration `json:"rateLimitWindow,omitempty"`
 	// Plan figures.
 	// +optional
 	Plans Plans `json:"plans,omitempty"`

@@ -189,13 +189,21 @@ func (in *ScreenshotServiceSpec) DeepCopyInto(out *ScreenshotServiceSpec) {
 		**out = **in
 	}
 	in.Resources.DeepCopyInto(&out.Resources)
-	out.ScreenshotTimeout = in.ScreenshotTimeout
+	if in.ScreenshotTimeout != nil {
+		in, out := &in.ScreenshotTimeout, &out.ScreenshotTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.PageLoadTimeout != nil {
 		in, out := &in.PageLoadTimeout, &out.PageLoadTimeout
 		*out = new(v1.Duration)
 		**out = **in
 	}
-	out.RateLimitWindow = in.RateLimitWindow
+	if in.RateLimitWindow != nil {
+		in, out := &in.RateLimitWindow, &out.RateLimitWindow
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	in.Plans.DeepCopyInto(&out.Plans)
 	in.Browser.DeepCopyInto(&out.Browser)
 	in.Database.DeepCopyInto(&out.Database)

@@ -105,18 +105,22 @@ func AuthSecret(s *shutterv1.ScreenshotService, value string) *corev1.Secret {
 	}
 }
 
+func screenshotTimeout(s *shutterv1.ScreenshotService) time.Duration {
+	if t := s.Spec.ScreenshotTimeout; t != nil && t.Duration > 0 {
+		return t.Duration
+	}
+	return 30 * time.Second
+}
+
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // Settings are the non-secret settings of the API server.
 func Settings(s *shutterv1.ScreenshotService) map[string]string {
 	sp := s.Spec
-	timeout := sp.ScreenshotTimeout.Duration
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	window := sp.RateLimitWindow.Duration
-	if window == 0 {
-		window = time.Minute
+	timeout := screenshotTimeout(s)
+	window := time.Minute
+	if sp.RateLimitWindow != nil {
+		window = sp.RateLimitWindow.Duration
 	}
 	d := map[string]string{
 		"PORT":                       strconv.Itoa(APIPort),
@@ -248,10 +252,7 @@ func APIDeployment(s *shutterv1.ScreenshotService, configHash string) *appsv1.De
 		env = append(env, secretEnv(name, refs[name]))
 	}
 	env = append(env, s.Spec.Env...) // later entries win
-	timeout := s.Spec.ScreenshotTimeout.Duration
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
+	timeout := screenshotTimeout(s)
 	grace := int64((5*time.Second + 2*timeout + 10*time.Second) / time.Second)
 	c := corev1.Container{
 		Name:            "api",

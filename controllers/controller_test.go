@@ -1,0 +1,420 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+	"github.com/shutterhq/shutter/internal/manifests"
+)
+
+var nsCounter atomic.Int64
+
+// namespace makes a fresh namespace with the Secrets a ScreenshotService
+// references.
+func namespace(t *testing.T, c *cluster) string {
+	t.Helper()
+	ns := fmt.Sprintf("t%d-%d", time.Now().Unix()%100000, nsCounter.Add(1))
+	ctx := context.Background()
+	if err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]map[string]string{
+		"shutter-db":    {"url": "postgres://shutter:pw@db:5432/shutter"},
+		"shutter-redis": {"url": "redis://redis:6379"},
+		"shutter-s3":    {"accessKeyId": "AKID", "secretAccessKey": "SECRET"},
+	} {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}
+		if err := c.client.Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns
+}
+
+func sample(ns, name string) *shutterv1.ScreenshotService {
+	return &shutterv1.ScreenshotService{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: shutterv1.ScreenshotServiceSpec{
+			Database: shutterv1.DatabaseSpec{URLSecretRef: shutterv1.SecretKeyRef{Name: "shutter-db", Key: "url"}},
+			Redis:    &shutterv1.RedisSpec{URLSecretRef: shutterv1.SecretKeyRef{Name: "shutter-redis", Key: "url"}},
+			Storage: &shutterv1.StorageSpec{Bucket: "shots", Endpoint: "https://s3.example.com", CredentialsSecretName: "shutter-s3",
+				UsePathStyle: true},
+		},
+	}
+}
+
+// eventually polls f until it returns nil.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func get[T client.Object](c *cluster, ns, name string, obj T) (T, error) {
+	err := c.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
+	return obj, err
+}
+
+func TestCreateMakesEveryObject(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	s := sample(ns, "shots")
+	if err := c.client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	// Defaults come from the API server.
+	got, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+	if *got.Spec.Replicas != 2 || got.Spec.MaxConcurrentScreenshots != 10 || got.Spec.ScreenshotTimeout.Duration != 30*time.Second || got.Spec.RateLimitWindow.Duration != time.Minute ||
+		*got.Spec.Browser.Replicas != 2 || got.Spec.Browser.ShmSize.String() != "1Gi" || got.Spec.NodeEnv != "production" ||
+		got.Spec.Storage.Region != "auto" || got.Spec.Service.Port != 80 {
+		t.Errorf("defaults = %+v", got.Spec)
+	}
+	objects := map[string]client.Object{
+		"shots-auth":    &corev1.Secret{},
+		"shots-config":  &corev1.ConfigMap{},
+		"shots-api":     &appsv1.Deployment{},
+		"shots":         &corev1.Service{},
+		"shots-browser": &appsv1.Deployment{},
+	}
+	for name, obj := range objects {
+		eventually(t, "object "+name, func() error {
+			_, err := get(c, ns, name, obj)
+			return err
+		})
+		refs := obj.GetOwnerReferences()
+		if len(refs) != 1 || refs[0].Kind != "ScreenshotService" || refs[0].Name != "shots" || !ptr.Deref(refs[0].Controller, false) {
+			t.Errorf("%s owner references = %+v", name, refs)
+		}
+	}
+	for _, o := range []struct {
+		name string
+		obj  client.Object
+	}{
+		{"shots-browser", &corev1.Service{}}, {"shots-browser", &networkingv1.NetworkPolicy{}},
+		{"shots-api", &policyv1.PodDisruptionBudget{}}, {"shots-browser", &policyv1.PodDisruptionBudget{}},
+	} {
+		eventually(t, fmt.Sprintf("%T %s", o.obj, o.name), func() error {
+			_, err := get(c, ns, o.name, o.obj)
+			return err
+		})
+	}
+
+	api, _ := get(c, ns, "shots-api", &appsv1.Deployment{})
+	ct := api.Spec.Template.Spec.Containers[0]
+	env := map[string]corev1.EnvVar{}
+	for _, e := range ct.Env {
+		env[e.Name] = e
+	}
+	for name, ref := range map[string]string{"DATABASE_URL": "shutter-db/url", "REDIS_URL": "shutter-redis/url",
+		"AUTH_SECRET": "shots-auth/AUTH_SECRET", "STORAGE_ACCESS_KEY_ID": "shutter-s3/accessKeyId", "STORAGE_SECRET_ACCESS_KEY": "shutter-s3/secretAccessKey"} {
+		e, ok := env[name]
+		if !ok || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key != ref {
+			t.Errorf("env %s = %+v, want from %s", name, e, ref)
+		}
+	}
+	if ct.ReadinessProbe.HTTPGet.Path != "/health/ready" || ct.LivenessProbe.HTTPGet.Path != "/health/live" || ct.StartupProbe == nil ||
+		!*ct.SecurityContext.ReadOnlyRootFilesystem || !*ct.SecurityContext.RunAsNonRoot {
+		t.Errorf("api container = %+v", ct)
+	}
+	if api.Spec.Template.Annotations[manifests.ConfigHashAnnotation] == "" {
+		t.Error("no config hash on the API pods")
+	}
+	cm, _ := get(c, ns, "shots-config", &corev1.ConfigMap{})
+	if cm.Data["BROWSER_URLS"] != "dns://shots-browser."+ns+".svc:9222" || cm.Data["STORAGE_BUCKET"] != "shots" || cm.Data["MAX_CONCURRENT_SCREENSHOTS"] != "10" {
+		t.Errorf("settings = %v", cm.Data)
+	}
+	for _, v := range cm.Data {
+		if strings.Contains(v, "pw@") || strings.Contains(v, "SECRET") {
+			t.Errorf("a secret value reached the ConfigMap: %v", cm.Data)
+		}
+	}
+	bsvc, _ := get(c, ns, "shots-browser", &corev1.Service{})
+	if bsvc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("browser service is not headless: %q", bsvc.Spec.ClusterIP)
+	}
+
+	eventually(t, "status", func() error {
+		got, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		if got.Status.ObservedGeneration != got.Generation || got.Status.URL != "http://shots."+ns+".svc:80" ||
+			got.Status.Selector == "" || meta.FindStatusCondition(got.Status.Conditions, shutterv1.ConditionReady) == nil {
+			return fmt.Errorf("status = %+v", got.Status)
+		}
+		return nil
+	})
+}
+
+func TestChangesFollowAndRollPods(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	if err := c.client.Create(ctx, sample(ns, "shots")); err != nil {
+		t.Fatal(err)
+	}
+	var hash string
+	eventually(t, "api deployment", func() error {
+		d, err := get(c, ns, "shots-api", &appsv1.Deployment{})
+		hash = d.Spec.Template.Annotations[manifests.ConfigHashAnnotation]
+		return err
+	})
+	s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+	s.Spec.Replicas = ptr.To[int32](4)
+	s.Spec.MaxConcurrentScreenshots = 3
+	s.Spec.Plans.Free.RequestsPerWindow = ptr.To[int32](5)
+	s.Spec.Image = "registry.example/shutter-server:v2"
+	s.Spec.Browser.Replicas = ptr.To[int32](3)
+	if err := c.client.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "changes applied", func() error {
+		d, _ := get(c, ns, "shots-api", &appsv1.Deployment{})
+		b, _ := get(c, ns, "shots-browser", &appsv1.Deployment{})
+		cm, _ := get(c, ns, "shots-config", &corev1.ConfigMap{})
+		switch {
+		case *d.Spec.Replicas != 4 || d.Spec.Template.Spec.Containers[0].Image != "registry.example/shutter-server:v2":
+			return fmt.Errorf("api deployment: replicas %d image %s", *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image)
+		case *b.Spec.Replicas != 3:
+			return fmt.Errorf("browser replicas %d", *b.Spec.Replicas)
+		case cm.Data["MAX_CONCURRENT_SCREENSHOTS"] != "3" || cm.Data["PLAN_FREE_RATE_LIMIT"] != "5":
+			return fmt.Errorf("settings %v", cm.Data)
+		case d.Spec.Template.Annotations[manifests.ConfigHashAnnotation] == hash:
+			return fmt.Errorf("config hash did not change")
+		}
+		hash = d.Spec.Template.Annotations[manifests.ConfigHashAnnotation]
+		return nil
+	})
+	// Rotating a referenced credential rolls the pods too.
+	db, _ := get(c, ns, "shutter-db", &corev1.Secret{})
+	db.Data["url"] = []byte("postgres://shutter:new@db:5432/shutter")
+	if err := c.client.Update(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "hash after rotation", func() error {
+		d, _ := get(c, ns, "shots-api", &appsv1.Deployment{})
+		if d.Spec.Template.Annotations[manifests.ConfigHashAnnotation] == hash {
+			return fmt.Errorf("config hash did not change")
+		}
+		return nil
+	})
+	// kubectl scale goes through the scale subresource.
+	sc := &autoscalingv1.Scale{}
+	if err := c.client.SubResource("scale").Get(ctx, s, sc); err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.Replicas = 1
+	if err := c.client.SubResource("scale").Update(ctx, s, client.WithSubResourceBody(sc)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "scaled", func() error {
+		d, _ := get(c, ns, "shots-api", &appsv1.Deployment{})
+		if *d.Spec.Replicas != 1 {
+			return fmt.Errorf("replicas %d", *d.Spec.Replicas)
+		}
+		return nil
+	})
+}
+
+func TestDeletedObjectComesBack(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	if err := c.client.Create(ctx, sample(ns, "shots")); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{&corev1.Service{}, &networkingv1.NetworkPolicy{}, &appsv1.Deployment{}} {
+		var uid types.UID
+		eventually(t, "object", func() error {
+			_, err := get(c, ns, "shots-browser", obj)
+			uid = obj.GetUID()
+			return err
+		})
+		if err := c.client.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("%T back", obj), func() error {
+			fresh := obj.DeepCopyObject().(client.Object)
+			if _, err := get(c, ns, "shots-browser", fresh); err != nil {
+				return err
+			}
+			if fresh.GetUID() == uid {
+				return fmt.Errorf("not deleted yet")
+			}
+			return nil
+		})
+	}
+}
+
+func TestAuthSecretIsStable(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	if err := c.client.Create(ctx, sample(ns, "shots")); err != nil {
+		t.Fatal(err)
+	}
+	var first []byte
+	eventually(t, "auth secret", func() error {
+		sec, err := get(c, ns, "shots-auth", &corev1.Secret{})
+		first = sec.Data[manifests.AuthSecretKey]
+		if err == nil && len(first) < 32 {
+			return fmt.Errorf("short secret %d", len(first))
+		}
+		return err
+	})
+	// Many reconciles, and an operator restart, later…
+	s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+	s.Spec.MaxConcurrentScreenshots = 7
+	c.client.Update(ctx, s)
+	c.stopManager()
+	if err := c.startManager(); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = get(c, ns, "shots", &shutterv1.ScreenshotService{})
+	s.Spec.MaxConcurrentScreenshots = 8
+	c.client.Update(ctx, s)
+	eventually(t, "reconciled after restart", func() error {
+		cm, _ := get(c, ns, "shots-config", &corev1.ConfigMap{})
+		if cm.Data["MAX_CONCURRENT_SCREENSHOTS"] != "8" {
+			return fmt.Errorf("settings %v", cm.Data["MAX_CONCURRENT_SCREENSHOTS"])
+		}
+		return nil
+	})
+	sec, _ := get(c, ns, "shots-auth", &corev1.Secret{})
+	if string(sec.Data[manifests.AuthSecretKey]) != string(first) {
+		t.Fatal("AUTH_SECRET changed")
+	}
+}
+
+func TestConditionsFollowDeployments(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	if err := c.client.Create(ctx, sample(ns, "shots")); err != nil {
+		t.Fatal(err)
+	}
+	cond := func(typ string) *metav1.Condition {
+		s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		return meta.FindStatusCondition(s.Status.Conditions, typ)
+	}
+	eventually(t, "not ready without pods", func() error {
+		if r := cond(shutterv1.ConditionReady); r == nil || r.Status != metav1.ConditionFalse || r.Reason != shutterv1.ReasonAPIUnavailable {
+			return fmt.Errorf("ready = %+v", r)
+		}
+		return nil
+	})
+	// There is no kubelet: play its part.
+	for _, name := range []string{"shots-api", "shots-browser"} {
+		d, _ := get(c, ns, name, &appsv1.Deployment{})
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		if err := c.client.Status().Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "ready", func() error {
+		s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		r, p, d := cond(shutterv1.ConditionReady), cond(shutterv1.ConditionProgressing), cond(shutterv1.ConditionDegraded)
+		if r == nil || r.Status != metav1.ConditionTrue || p.Status != metav1.ConditionFalse || d.Status != metav1.ConditionFalse ||
+			s.Status.ReadyReplicas != 2 || s.Status.BrowserReadyReplicas != 2 {
+			return fmt.Errorf("conditions %+v %+v %+v status %+v", r, p, d, s.Status)
+		}
+		return nil
+	})
+	// Losing the browsers degrades and un-readies.
+	b, _ := get(c, ns, "shots-browser", &appsv1.Deployment{})
+	b.Status.ReadyReplicas, b.Status.AvailableReplicas = 0, 0
+	c.client.Status().Update(ctx, b)
+	eventually(t, "browsers lost", func() error {
+		r, d := cond(shutterv1.ConditionReady), cond(shutterv1.ConditionDegraded)
+		if r.Reason != shutterv1.ReasonBrowsersUnavailable || d.Status != metav1.ConditionTrue || d.Reason != shutterv1.ReasonReplicasMissing {
+			return fmt.Errorf("conditions %+v %+v", r, d)
+		}
+		return nil
+	})
+	// A missing Secret is reported.
+	c.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shutter-redis", Namespace: ns}})
+	eventually(t, "secret missing", func() error {
+		if d := cond(shutterv1.ConditionDegraded); d.Reason != shutterv1.ReasonSecretMissing || !strings.Contains(d.Message, "shutter-redis/url") {
+			return fmt.Errorf("degraded %+v", d)
+		}
+		return nil
+	})
+}
+
+func TestInvalidSpecsRejected(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*shutterv1.ScreenshotService)
+		msg    string
+	}{
+		{"negative replicas", func(s *shutterv1.ScreenshotService) { s.Spec.Replicas = ptr.To[int32](-1) }, "spec.replicas"},
+		{"no slots", func(s *shutterv1.ScreenshotService) { s.Spec.MaxConcurrentScreenshots = -3 }, "spec.maxConcurrentScreenshots"},
+		{"too many slots", func(s *shutterv1.ScreenshotService) { s.Spec.MaxConcurrentScreenshots = 1000 }, "spec.maxConcurrentScreenshots"},
+		{"short timeout", func(s *shutterv1.ScreenshotService) {
+			s.Spec.ScreenshotTimeout = &metav1.Duration{Duration: 500 * time.Millisecond}
+		}, "screenshotTimeout must be between 1s and 10m"},
+		{"load above timeout", func(s *shutterv1.ScreenshotService) {
+			s.Spec.ScreenshotTimeout = &metav1.Duration{Duration: 10 * time.Second}
+			s.Spec.PageLoadTimeout = &metav1.Duration{Duration: 20 * time.Second}
+		}, "pageLoadTimeout must not exceed screenshotTimeout"},
+		{"node env", func(s *shutterv1.ScreenshotService) { s.Spec.NodeEnv = "staging" }, "spec.nodeEnv"},
+		{"no database", func(s *shutterv1.ScreenshotService) { s.Spec.Database = shutterv1.DatabaseSpec{} }, "spec.database.urlSecretRef"},
+		{"bad endpoint", func(s *shutterv1.ScreenshotService) { s.Spec.Storage.Endpoint = "s3.example.com" }, "spec.storage.endpoint"},
+		{"service type", func(s *shutterv1.ScreenshotService) { s.Spec.Service.Type = "ExternalName" }, "spec.service.type"},
+		{"negative quota", func(s *shutterv1.ScreenshotService) { s.Spec.Plans.Pro.ScreenshotsPerMonth = ptr.To[int32](-1) }, "spec.plans.pro.screenshotsPerMonth"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sample(ns, "bad-"+strings.ReplaceAll(tc.name, " ", "-"))
+			tc.mutate(s)
+			err := c.client.Create(context.Background(), s)
+			if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err = %v, want Invalid mentioning %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+func TestSampleIsAccepted(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	buf, err := os.ReadFile("../config/samples/shutter_v1alpha1_screenshotservice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s shutterv1.ScreenshotService
+	if err := yaml.UnmarshalStrict(buf, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Namespace = ns
+	if err := c.client.Create(context.Background(), &s); err != nil {
+		t.Fatalf("sample refused: %v", err)
+	}
+}
