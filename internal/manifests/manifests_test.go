@@ -1,0 +1,200 @@
+package manifests
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+)
+
+func svc() *shutterv1.ScreenshotService {
+	return &shutterv1.ScreenshotService{
+		ObjectMeta: metav1.ObjectMeta{Name: "shots", Namespace: "web", UID: "uid-1"},
+		Spec: shutterv1.ScreenshotServiceSpec{
+			Database: shutterv1.DatabaseSpec{URLSecretRef: shutterv1.SecretKeyRef{Name: "db", Key: "url"}},
+		},
+	}
+}
+
+func TestNamesLabelsOwners(t *testing.T) {
+	s := svc()
+	for _, o := range []metav1.Object{ConfigMap(s), AuthSecret(s, "x"), APIDeployment(s, "h"), APIService(s),
+		BrowserDeployment(s), BrowserService(s), BrowserNetworkPolicy(s), PodDisruptionBudgets(s)[0], PodDisruptionBudgets(s)[1]} {
+		refs := o.GetOwnerReferences()
+		if o.GetNamespace() != "web" || len(refs) != 1 || refs[0].UID != "uid-1" || refs[0].Kind != "ScreenshotService" ||
+			!*refs[0].Controller || !*refs[0].BlockOwnerDeletion {
+			t.Errorf("%s: namespace %q owners %+v", o.GetName(), o.GetNamespace(), refs)
+		}
+		l := o.GetLabels()
+		if l["app.kubernetes.io/instance"] != "shots" || l["app.kubernetes.io/managed-by"] != "shutter-operator" {
+			t.Errorf("%s labels %v", o.GetName(), l)
+		}
+	}
+	if Selector(s) != "app.kubernetes.io/component=api,app.kubernetes.io/instance=shots" {
+		t.Errorf("selector %q", Selector(s))
+	}
+	if URL(s) != "http://shots.web.svc:80" {
+		t.Errorf("url %q", URL(s))
+	}
+}
+
+func TestSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*shutterv1.ScreenshotService)
+		want   map[string]string
+		absent []string
+	}{
+		{"defaults", func(*shutterv1.ScreenshotService) {}, map[string]string{
+			"PORT": "3000", "METRICS_PORT": "9464", "NODE_ENV": "production", "LOG_FORMAT": "json", "DATA_DIR": "/data",
+			"MAX_CONCURRENT_SCREENSHOTS": "10", "SCREENSHOT_TIMEOUT": "30000", "MAX_PAGE_LOAD_TIMEOUT": "30000",
+			"RATE_LIMIT_WINDOW_MS": "60000", "ALLOW_PRIVATE_TARGETS": "false", "BROWSER_URLS": "dns://shots-browser.web.svc:9222",
+			"SHUTDOWN_DELAY_MS": "5000", "SHUTDOWN_GRACE_MS": "35000",
+		}, []string{"STORAGE_URL", "PLAN_FREE_RATE_LIMIT", "DATABASE_POOL_MAX_CONNS"}},
+		{"everything", func(s *shutterv1.ScreenshotService) {
+			s.Spec.MaxConcurrentScreenshots = 4
+			s.Spec.ScreenshotTimeout = &metav1.Duration{Duration: 45 * time.Second}
+			s.Spec.PageLoadTimeout = &metav1.Duration{Duration: 20 * time.Second}
+			s.Spec.RateLimitWindow = &metav1.Duration{Duration: 10 * time.Second}
+			s.Spec.Plans.Free = shutterv1.PlanSpec{RequestsPerWindow: ptr.To[int32](3), ScreenshotsPerMonth: ptr.To[int32](0)}
+			s.Spec.Plans.Enterprise.RequestsPerWindow = ptr.To[int32](999)
+			s.Spec.AllowPrivateTargets = true
+			s.Spec.NodeEnv, s.Spec.LogLevel = "development", "debug"
+			s.Spec.Database.MaxConnections = ptr.To[int32](25)
+			s.Spec.Storage = &shutterv1.StorageSpec{Bucket: "b", Endpoint: "http://minio:9000", UsePathStyle: true, CredentialsSecretName: "s3"}
+		}, map[string]string{
+			"MAX_CONCURRENT_SCREENSHOTS": "4", "SCREENSHOT_TIMEOUT": "45000", "MAX_PAGE_LOAD_TIMEOUT": "20000",
+			"RATE_LIMIT_WINDOW_MS": "10000", "PLAN_FREE_RATE_LIMIT": "3", "PLAN_FREE_MONTHLY_QUOTA": "0",
+			"PLAN_ENTERPRISE_RATE_LIMIT": "999", "ALLOW_PRIVATE_TARGETS": "true", "NODE_ENV": "development", "LOG_LEVEL": "debug",
+			"DATABASE_POOL_MAX_CONNS": "25", "STORAGE_URL": "http://minio:9000", "STORAGE_BUCKET": "b", "STORAGE_REGION": "auto",
+			"STORAGE_USE_PATH_STYLE_ENDPOINT": "true", "SHUTDOWN_GRACE_MS": "50000",
+		}, []string{"PLAN_PRO_RATE_LIMIT", "PLAN_ENTERPRISE_MONTHLY_QUOTA"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := svc()
+			tc.mutate(s)
+			got := Settings(s)
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q", k, got[k], v)
+				}
+			}
+			for _, k := range tc.absent {
+				if _, ok := got[k]; ok {
+					t.Errorf("%s set: %q", k, got[k])
+				}
+			}
+		})
+	}
+}
+
+func TestAPIDeployment(t *testing.T) {
+	s := svc()
+	s.Spec.Redis = &shutterv1.RedisSpec{URLSecretRef: shutterv1.SecretKeyRef{Name: "r", Key: "u"}}
+	s.Spec.Storage = &shutterv1.StorageSpec{Bucket: "b", Endpoint: "http://m", CredentialsSecretName: "s3", AccessKeyIDKey: "id"}
+	s.Spec.Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}
+	s.Spec.PodAnnotations = map[string]string{"a": "b"}
+	s.Spec.NodeSelector = map[string]string{"pool": "render"}
+	d := APIDeployment(s, "abc")
+	if *d.Spec.Replicas != 2 || d.Spec.Template.Annotations[ConfigHashAnnotation] != "abc" || d.Spec.Template.Annotations["a"] != "b" {
+		t.Errorf("deployment meta: %v %v", *d.Spec.Replicas, d.Spec.Template.Annotations)
+	}
+	if d.Spec.Template.Spec.NodeSelector["pool"] != "render" || *d.Spec.Template.Spec.AutomountServiceAccountToken {
+		t.Errorf("pod spec: %+v", d.Spec.Template.Spec)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	var names []string
+	for _, e := range c.Env {
+		names = append(names, e.Name)
+	}
+	want := []string{"AUTH_SECRET", "DATABASE_URL", "REDIS_URL", "STORAGE_ACCESS_KEY_ID", "STORAGE_SECRET_ACCESS_KEY", "LOG_LEVEL"}
+	if !slices.Equal(names, want) {
+		t.Errorf("env order %v, want %v (user env last, so it wins)", names, want)
+	}
+	if c.Env[3].ValueFrom.SecretKeyRef.Key != "id" || c.Env[4].ValueFrom.SecretKeyRef.Key != "secretAccessKey" {
+		t.Errorf("storage keys: %+v %+v", c.Env[3].ValueFrom, c.Env[4].ValueFrom)
+	}
+	if c.EnvFrom[0].ConfigMapRef.Name != "shots-config" {
+		t.Errorf("envFrom %+v", c.EnvFrom)
+	}
+	probes := map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe}
+	for name, path := range map[string]string{"startup": "/health/live", "liveness": "/health/live", "readiness": "/health/ready"} {
+		p := probes[name]
+		if p == nil || p.HTTPGet.Path != path || p.HTTPGet.Port.IntValue() != APIPort {
+			t.Errorf("%s probe %+v", name, p)
+		}
+	}
+	sc := c.SecurityContext
+	if !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || sc.Capabilities.Drop[0] != "ALL" {
+		t.Errorf("security context %+v", sc)
+	}
+	if c.Resources.Limits.Memory().String() != "512Mi" {
+		t.Errorf("default resources %+v", c.Resources)
+	}
+	if c.Ports[0].ContainerPort != APIPort || c.Ports[1].ContainerPort != MetricsPort {
+		t.Errorf("ports %+v", c.Ports)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	if mounts["/data"] == "" || mounts["/tmp"] == "" {
+		t.Errorf("mounts %v", mounts)
+	}
+	if g := *d.Spec.Template.Spec.TerminationGracePeriodSeconds; g < 35 {
+		t.Errorf("grace %ds does not cover the shutdown delay and a render", g)
+	}
+}
+
+func TestBrowser(t *testing.T) {
+	s := svc()
+	s.Spec.Browser = shutterv1.BrowserSpec{Replicas: ptr.To[int32](3), ExtraArgs: []string{"--lang=de"}, ShmSize: ptr.To(resource.MustParse("2Gi"))}
+	d := BrowserDeployment(s)
+	c := d.Spec.Template.Spec.Containers[0]
+	if *d.Spec.Replicas != 3 || !slices.Contains(c.Args, "--remote-debugging-port=9222") || c.Args[len(c.Args)-1] != "--lang=de" ||
+		!slices.Contains(c.Args, "--headless") {
+		t.Errorf("browser: replicas %d args %v", *d.Spec.Replicas, c.Args)
+	}
+	if c.ReadinessProbe.HTTPGet.Path != "/json/version" || c.ReadinessProbe.HTTPGet.Port.IntValue() != DevToolsPort {
+		t.Errorf("probe %+v", c.ReadinessProbe)
+	}
+	shm := d.Spec.Template.Spec.Volumes[0]
+	if shm.EmptyDir.Medium != corev1.StorageMediumMemory || shm.EmptyDir.SizeLimit.String() != "2Gi" {
+		t.Errorf("shm %+v", shm)
+	}
+	svc := BrowserService(s)
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != DevToolsPort {
+		t.Errorf("service %+v", svc.Spec)
+	}
+	np := BrowserNetworkPolicy(s)
+	from := np.Spec.Ingress[0].From[0].PodSelector.MatchLabels
+	if from["app.kubernetes.io/component"] != "api" || np.Spec.Ingress[0].Ports[0].Port.IntValue() != DevToolsPort {
+		t.Errorf("ingress %+v", np.Spec.Ingress)
+	}
+	except := strings.Join(np.Spec.Egress[1].To[0].IPBlock.Except, ",")
+	for _, cidr := range []string{"10.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"} {
+		if !strings.Contains(except, cidr) {
+			t.Errorf("egress does not exclude %s: %s", cidr, except)
+		}
+	}
+}
+
+func TestHash(t *testing.T) {
+	a := Hash(map[string]string{"A": "1", "B": "2"}, map[string]string{"S": "x"})
+	if a != Hash(map[string]string{"B": "2", "A": "1"}, map[string]string{"S": "x"}) {
+		t.Error("hash depends on map order")
+	}
+	if a == Hash(map[string]string{"A": "1", "B": "2"}, map[string]string{"S": "y"}) {
+		t.Error("hash ignores a secret change")
+	}
+	if strings.Contains(a, "x") && len(a) != 16 {
+		t.Errorf("hash %q", a)
+	}
+}
