@@ -26,6 +26,9 @@ K8S_STAGING := api apiextensions-apiserver apimachinery apiserver cli-runtime cl
 	cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms kube-aggregator \
 	kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics mount-utils pod-security-admission \
 	sample-apiserver streaming
+HELM_VERSION := v3.22.0
+HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
+export HELM
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW := $(CACHE_DIR)/versitygw-$(VERSITYGW_VERSION)/versitygw
 export VERSITYGW
@@ -57,7 +60,8 @@ APT_INSTALL = if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	else echo "Missing $(1): install with apt-get install $(1) (as root)"; exit 1; fi
 
 .PHONY: test-deps
-test-deps: deps $(VERSITYGW) envtest ## Install what the tests need: Chromium, PostgreSQL 15, Redis, an S3 server, kube-apiserver + etcd.
+test-deps: deps $(VERSITYGW) $(HELM) envtest ## Install what the tests need: Chromium, PostgreSQL 15, Redis, tini, an S3 server, Helm, kube-apiserver + etcd.
+	@command -v tini >/dev/null 2>&1 || { $(call APT_INSTALL,tini); }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(call APT_INSTALL,postgresql-15); }
 	@command -v redis-server >/dev/null 2>&1 || { $(call APT_INSTALL,redis-server); }
 
@@ -91,6 +95,10 @@ $(KUBEBUILDER_ASSETS)/etcd:
 	GOFLAGS=-mod=mod $(GO) get go.etcd.io/etcd/server/v3@$(ETCD_VERSION) && \
 	CGO_ENABLED=0 GOFLAGS=-mod=mod $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp go.etcd.io/etcd/server/v3 && mv $@.tmp $@
 
+# Helm, built from the module proxy once per version (~2 min cold).
+$(HELM):
+	GOBIN=$(@D) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
 $(CONTROLLER_GEN):
 	GOBIN=$(@D) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 
@@ -105,10 +113,33 @@ generate: $(BIN)/controller-gen ## Generate the CRD types' deepcopy code.
 manifests: $(BIN)/controller-gen ## Generate the CRD and the RBAC role into config/.
 	$(BIN)/controller-gen rbac:roleName=shutter-operator crd paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(MAKE) --no-print-directory chart-sync
+
+CHART := charts/shutter-operator
+# chart-sync copies the generated CRD and RBAC rules into the Helm chart, so
+# that the chart and config/ are the same (a test checks it too).
+.PHONY: chart-sync
+chart-sync:
+	@{ echo '{{- if .Values.crds.enabled }}'; \
+	  sed -e '/^---$$/d' -e 's/^  annotations:$$/  annotations:\n    {{- if .Values.crds.keep }}\n    helm.sh\/resource-policy: keep\n    {{- end }}/' \
+	    config/crd/bases/shutter.dev_screenshotservices.yaml; \
+	  echo '{{- end }}'; } > $(CHART)/templates/crd.yaml
+	@{ echo '{{- if .Values.rbac.create }}'; \
+	  echo 'apiVersion: rbac.authorization.k8s.io/v1'; echo 'kind: ClusterRole'; echo 'metadata:'; \
+	  echo '  name: {{ include "shutter-operator.fullname" . }}'; echo '  labels:'; \
+	  echo '    {{- include "shutter-operator.labels" . | nindent 4 }}'; \
+	  sed -n '/^rules:/,$$p' config/rbac/role.yaml; \
+	  echo '---'; echo 'apiVersion: rbac.authorization.k8s.io/v1'; echo 'kind: ClusterRoleBinding'; echo 'metadata:'; \
+	  echo '  name: {{ include "shutter-operator.fullname" . }}'; echo '  labels:'; \
+	  echo '    {{- include "shutter-operator.labels" . | nindent 4 }}'; \
+	  echo 'roleRef:'; echo '  apiGroup: rbac.authorization.k8s.io'; echo '  kind: ClusterRole'; \
+	  echo '  name: {{ include "shutter-operator.fullname" . }}'; echo 'subjects:'; echo '  - kind: ServiceAccount'; \
+	  echo '    name: {{ include "shutter-operator.serviceAccountName" . }}'; echo '    namespace: {{ .Release.Namespace }}'; \
+	  echo '{{- end }}'; } > $(CHART)/templates/rbac.yaml
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files differ from the committed ones.
-	@git diff --exit-code --stat -- api config || { echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
+	@git diff --exit-code --stat -- api config $(CHART) || { echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
 
 .PHONY: build
 build: ## Build bin/server and bin/operator.
@@ -149,3 +180,11 @@ bench: test-deps ## Render benchmarks next to a raw chromedp baseline; cache hit
 .PHONY: clean
 clean: ## Remove build output.
 	rm -rf $(BIN)
+
+IMAGE_REGISTRY ?= ghcr.io/shutterhq
+IMAGE_TAG ?= $(VERSION)
+.PHONY: docker-build
+docker-build: ## Build the server, operator and browser images (needs a Docker engine).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE_REGISTRY)/shutter-server:$(IMAGE_TAG) .
+	docker build -f operator.Dockerfile -t $(IMAGE_REGISTRY)/shutter-operator:$(IMAGE_TAG) .
+	docker build -f browser.Dockerfile -t $(IMAGE_REGISTRY)/shutter-browser:$(IMAGE_TAG) .

@@ -1,0 +1,397 @@
+// Package deploytest checks what is shipped for installation: the Helm
+// chart (linted and rendered by the real Helm, applied with server-side
+// dry-run to a real kube-apiserver) and the Dockerfiles (their command
+// lines run here, since images cannot be built on this machine).
+package deploytest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+	"github.com/shutterhq/shutter/internal/manifests"
+	"github.com/shutterhq/shutter/internal/testenv"
+)
+
+const chart = "../../charts/shutter-operator"
+
+func helm(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("HELM")
+	if p == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache")
+		}
+		p = filepath.Join(cache, "shutter", "helm-v3.22.0", "helm")
+	}
+	if _, err := os.Stat(p); err != nil {
+		testenv.Missing(t, "helm", fmt.Errorf("%s: %w (run make test-deps)", p, err))
+	}
+	return p
+}
+
+func runHelm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helm(t), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// render runs helm template and splits the output into objects.
+func render(t *testing.T, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := runHelm(t, append([]string{"template", "shutter", chart, "--namespace", "shutter-system", "--kube-version", testenv.KubeVersion}, args...)...)
+	if err != nil {
+		t.Fatalf("helm template %v: %v\n%s", args, err, out)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+	return objs
+}
+
+func find(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			return o
+		}
+	}
+	return nil
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, args := range [][]string{{}, {"-f", chart + "/ci/full-values.yaml"}} {
+		if out, err := runHelm(t, append([]string{"lint", "--strict", chart}, args...)...); err != nil {
+			t.Errorf("helm lint %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+func TestSchemaRefusesBadValues(t *testing.T) {
+	for name, values := range map[string]string{
+		"wrong type":        "replicaCount: two\n",
+		"unknown key":       "replicas: 2\n",
+		"unknown nested":    "image:\n  repository: x\n  pullPolicy: Always\n  digest: sha256:1\n",
+		"bad enum":          "image:\n  repository: x\n  pullPolicy: Sometimes\n",
+		"port out of range": "metrics:\n  port: 0\n",
+		"bad instance name": "instance:\n  enabled: true\n  name: Not_Valid\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "values.yaml")
+			os.WriteFile(f, []byte(values), 0o600)
+			out, err := runHelm(t, "template", "shutter", chart, "-f", f)
+			if err == nil || !strings.Contains(out, "values don't meet the specifications of the schema") {
+				t.Errorf("accepted:\n%s\n%s", values, out)
+			}
+		})
+	}
+}
+
+func TestChartMatchesConfig(t *testing.T) {
+	objs := render(t)
+	// The CRD is the generated one, plus the keep policy.
+	crd := find(objs, "CustomResourceDefinition")
+	if crd == nil || crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+		t.Fatalf("chart CRD: %v", crd)
+	}
+	want := readYAML(t, "../../config/crd/bases/shutter.dev_screenshotservices.yaml")
+	got := crd.DeepCopy().Object
+	unstructured.RemoveNestedField(got, "metadata", "annotations", "helm.sh/resource-policy")
+	if !equalJSON(got, want) {
+		t.Error("the chart's CRD differs from config/crd/bases (run make manifests)")
+	}
+	// The ClusterRole has exactly the generated rules.
+	var role, chartRole rbacv1.ClusterRole
+	fromMap(t, readYAML(t, "../../config/rbac/role.yaml"), &role)
+	fromMap(t, find(objs, "ClusterRole").Object, &chartRole)
+	if !equalJSON(role.Rules, chartRole.Rules) {
+		t.Errorf("chart rules differ from config/rbac/role.yaml:\n%v\n%v", chartRole.Rules, role.Rules)
+	}
+	// Toggles.
+	if objs := render(t, "--set", "crds.enabled=false", "--set", "rbac.create=false", "--set", "metrics.enabled=false"); find(objs, "CustomResourceDefinition") != nil ||
+		find(objs, "ClusterRole") != nil || find(objs, "Service") != nil {
+		t.Error("toggles did not remove the CRD, RBAC or metrics Service")
+	}
+	if crd := find(render(t, "--set", "crds.keep=false"), "CustomResourceDefinition"); crd.GetAnnotations()["helm.sh/resource-policy"] != "" {
+		t.Error("crds.keep=false still keeps")
+	}
+}
+
+// TestRenderedManifestsAreAccepted applies every rendered object to a real
+// kube-apiserver with server-side dry-run.
+func TestRenderedManifestsAreAccepted(t *testing.T) {
+	env := &envtest.Environment{BinaryAssetsDirectory: testenv.KubeAssets(t)}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	utilruntime.Must(shutterv1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{"shutter-system", "screenshots"} {
+		ensure(t, c, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	}
+	for _, values := range [][]string{{}, {"-f", chart + "/ci/full-values.yaml"}} {
+		objs := render(t, values...)
+		// The CRD goes in for real first: the ScreenshotService needs it.
+		crd := find(objs, "CustomResourceDefinition")
+		ensure(t, c, crd.DeepCopy().Object)
+		waitCRD(t, c)
+		for _, o := range objs {
+			o.SetNamespace(namespaceOf(o))
+			err := c.Patch(ctx, o, client.Apply, client.DryRunAll, client.FieldOwner("helm-test"), client.ForceOwnership) //nolint:staticcheck // unstructured apply
+			if err != nil {
+				t.Errorf("%v: %s %s refused: %v", values, o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	// The sample and its Secrets, as the getting-started guide applies them.
+	for _, f := range []string{"secrets.yaml", "shutter_v1alpha1_screenshotservice.yaml"} {
+		for _, m := range readAllYAML(t, "../../config/samples/"+f) {
+			o := &unstructured.Unstructured{Object: m}
+			o.SetNamespace("screenshots")
+			if err := c.Patch(ctx, o, client.Apply, client.DryRunAll, client.FieldOwner("guide"), client.ForceOwnership); err != nil { //nolint:staticcheck
+				t.Errorf("sample %s %s refused: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+}
+
+func namespaceOf(o *unstructured.Unstructured) string {
+	switch o.GetKind() {
+	case "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace":
+		return ""
+	}
+	if o.GetNamespace() != "" {
+		return o.GetNamespace()
+	}
+	return "shutter-system"
+}
+
+func ensure(t *testing.T, c client.Client, m map[string]any) {
+	t.Helper()
+	o := &unstructured.Unstructured{Object: m}
+	if err := c.Patch(context.Background(), o, client.Apply, client.FieldOwner("helm-test"), client.ForceOwnership); err != nil { //nolint:staticcheck
+		t.Fatal(err)
+	}
+}
+
+func waitCRD(t *testing.T, c client.Client) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var l shutterv1.ScreenshotServiceList
+		if err := c.List(context.Background(), &l); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("CRD not served: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func readYAML(t *testing.T, path string) map[string]any {
+	t.Helper()
+	docs := readAllYAML(t, path)
+	if len(docs) != 1 {
+		t.Fatalf("%s: %d documents", path, len(docs))
+	}
+	return docs[0]
+}
+
+func readAllYAML(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	buf, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(buf), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) > 0 {
+			out = append(out, m)
+		}
+	}
+}
+
+func fromMap(t *testing.T, m map[string]any, v any) {
+	t.Helper()
+	buf, _ := json.Marshal(m)
+	if err := json.Unmarshal(buf, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	var xa, ya any
+	json.Unmarshal(x, &xa)
+	json.Unmarshal(y, &ya)
+	x, _ = json.Marshal(xa)
+	y, _ = json.Marshal(ya)
+	return bytes.Equal(x, y)
+}
+
+var jsonArray = regexp.MustCompile(`^\s*(ENTRYPOINT|CMD)\s+(\[.*\])\s*$`)
+
+// dockerExec reads the ENTRYPOINT and CMD of a Dockerfile (exec form).
+func dockerExec(t *testing.T, path string) (entrypoint, cmd []string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m := jsonArray.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		var v []string
+		if err := json.Unmarshal([]byte(m[2]), &v); err != nil {
+			t.Fatalf("%s: %s is not exec form: %v", path, m[1], err)
+		}
+		if m[1] == "ENTRYPOINT" {
+			entrypoint = v
+		} else {
+			cmd = v
+		}
+	}
+	return entrypoint, cmd
+}
+
+// TestBrowserImageCommandLine runs the browser image's command line (tini
+// and the headless shell, as Debian installs them) and reaches DevTools.
+// The operator's browser pods pass the same flags.
+func TestBrowserImageCommandLine(t *testing.T) {
+	testenv.Chrome(t)
+	entry, args := dockerExec(t, "../../browser.Dockerfile")
+	if want := manifests.BrowserArgs(&shutterv1.ScreenshotService{}); !slices.Equal(args, want) {
+		t.Errorf("image CMD %v\ndiffers from the operator's browser args %v", args, want)
+	}
+	for _, p := range entry {
+		if strings.HasPrefix(p, "/") {
+			if _, err := os.Stat(p); err != nil {
+				testenv.Missing(t, p, err)
+			}
+		}
+	}
+	port, _ := testenv.FreePort()
+	dir := t.TempDir()
+	var local []string
+	for _, a := range append(entry, args...) {
+		a = strings.Replace(a, "--remote-debugging-address=0.0.0.0", "--remote-debugging-address=127.0.0.1", 1)
+		a = strings.Replace(a, "--remote-debugging-port=9222", fmt.Sprintf("--remote-debugging-port=%d", port), 1)
+		a = strings.Replace(a, "=/tmp/", "="+dir+"/", 1)
+		local = append(local, a)
+	}
+	cmd := exec.Command(local[0], local[1:]...)
+	cmd.Env = []string{"HOME=" + dir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/json/version", port))
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), "webSocketDebuggerUrl") {
+				t.Fatalf("/json/version: %s", body)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("DevTools did not answer: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestServerAndOperatorImagesAreStatic builds the binaries as the
+// Dockerfiles do and checks they need no C library (the base image has none)
+// and that the entrypoints are where the chart and docs say.
+func TestServerAndOperatorImagesAreStatic(t *testing.T) {
+	for file, c := range map[string]struct{ pkg, entry string }{
+		"../../Dockerfile":          {"./cmd/server", "/server"},
+		"../../operator.Dockerfile": {"./cmd/operator", "/operator"},
+	} {
+		entry, _ := dockerExec(t, file)
+		if len(entry) != 1 || entry[0] != c.entry {
+			t.Errorf("%s ENTRYPOINT %v, want [%s]", file, entry, c.entry)
+		}
+		out := filepath.Join(t.TempDir(), "bin")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, c.pkg)
+		build.Dir = "../.."
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if msg, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", c.pkg, err, msg)
+		}
+		f, err := elf.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("%s is dynamically linked", c.pkg)
+			}
+		}
+		f.Close()
+	}
+}
