@@ -67,8 +67,10 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	closed.Close()
 
 	env := environ{"PORT": "0", "METRICS_PORT": "0", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome,
-		"ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "MAX_PAGE_LOAD_TIMEOUT": "1000"}
+		"ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "MAX_PAGE_LOAD_TIMEOUT": "1000",
+		"MAX_CONCURRENT_SCREENSHOTS": "1", "MAX_QUEUED_SCREENSHOTS": "0"}
 	secret := newKey(t, env, "--plan", "pro")
+	limited := newKey(t, env, "--plan", "pro", "--rate-limit", "1")
 	m := startMain(t, env)
 	base := "http://" + m.Addr
 
@@ -94,11 +96,16 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		}
 		return "/v1/screenshots/take?" + q.Encode()
 	}
+	var etag string
 	for _, tc := range []struct {
 		path   string
 		status int
 	}{
 		{take(), 200},
+		{take("is_cached", "true"), 200},
+		{take("is_cached", "true"), 304}, // with If-None-Match
+		{take("api_key", limited), 200},
+		{take("api_key", limited), 429},
 		{take("format", "png"), 200},
 		{take("format", "webp", "selector", "#x"), 200},
 		{take("width", "1"), 400},
@@ -111,6 +118,9 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{"/health/live", 200},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, base+tc.path, nil)
+		if tc.status == 304 {
+			req.Header.Set("If-None-Match", etag)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -121,6 +131,9 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 			t.Errorf("%s: status %d, want %d: %.200s", tc.path, resp.StatusCode, tc.status, body)
 			continue
 		}
+		if resp.Header.Get("ETag") != "" {
+			etag = resp.Header.Get("ETag")
+		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		vreq, _ := http.NewRequest(http.MethodGet, tc.path, nil)
 		if ok, errs := v.ValidateHttpResponse(vreq, resp); !ok {
@@ -129,6 +142,37 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 			}
 		}
 	}
+
+	// 503: the only slot is busy and nobody may wait.
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		if resp, err := http.Get(base + take("url", site.URL+"/slow")); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(get(t, base+"/health"), `"active":1`) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	req503, _ := http.NewRequest(http.MethodGet, base+take(), nil)
+	resp, err = http.DefaultClient.Do(req503)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body503, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("busy: %d %s", resp.StatusCode, body503)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body503))
+	vreq, _ := http.NewRequest(http.MethodGet, take(), nil)
+	if ok, errs := v.ValidateHttpResponse(vreq, resp); !ok {
+		for _, e := range errs {
+			t.Errorf("503: %s: %s", e.Message, e.Reason)
+		}
+	}
+	<-busy
 
 	// The health report in the embedded default.
 	resp, err = http.Get(base + "/health")
@@ -175,11 +219,15 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`shutter_http_requests_total{route="/v1/screenshots/take",status="200"} 3`,
+		`shutter_http_requests_total{route="/v1/screenshots/take",status="200"} 5`,
 		`shutter_http_requests_total{route="/v1/screenshots/take",status="422"} 1`,
-		`shutter_render_duration_seconds_count{format="jpeg"} 1`,
-		`shutter_renders_completed_total 3`,
-		`shutter_queue_slots 10`,
+		`shutter_http_requests_total{route="/v1/screenshots/take",status="429"} 1`,
+		`shutter_render_duration_seconds_count{format="jpeg"} 3`,
+		`shutter_renders_completed_total 5`,
+		`shutter_refusals_total{reason="rate_limit"} 1`,
+		`shutter_refusals_total{reason="queue_full"} 1`,
+		`shutter_cache_requests_total{result="hit"} 1`,
+		`shutter_queue_slots 1`,
 		`shutter_browsers_ready 1`,
 	} {
 		if !strings.Contains(string(metrics), want) {

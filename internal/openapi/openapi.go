@@ -50,24 +50,37 @@ func build(params []screenshot.Param) obj {
 				"operationId": "takeScreenshot",
 				"summary":     "Render a page and return the image",
 				"security":    []any{obj{"apiKey": []any{}}},
-				"parameters":  append([]any{obj{"$ref": "#/components/parameters/api_key"}}, qp...),
+				"parameters": append(append([]any{obj{"$ref": "#/components/parameters/api_key"}}, qp...),
+					obj{"name": "If-None-Match", "in": "header", "description": "ETag of a cached image the client holds; a match gives 304.",
+						"schema": obj{"type": "string"}}),
 				"responses": obj{
 					"200": obj{
-						"description": "The image, in the requested format.",
+						"description": "The image, in the requested format. Cached answers (is_cached=true) add ETag and X-Cache, and max-age is the entry's remaining lifetime.",
 						"headers": obj{
-							"Content-Length": ref("headers", "Content-Length"),
-							"Cache-Control":  ref("headers", "Cache-Control"),
-							"X-Request-Id":   ref("headers", "X-Request-Id"),
+							"Content-Length":        ref("headers", "Content-Length"),
+							"Cache-Control":         ref("headers", "Cache-Control"),
+							"X-Request-Id":          ref("headers", "X-Request-Id"),
+							"X-RateLimit-Limit":     ref("headers", "X-RateLimit-Limit"),
+							"X-RateLimit-Remaining": ref("headers", "X-RateLimit-Remaining"),
+							"X-RateLimit-Reset":     ref("headers", "X-RateLimit-Reset"),
+							"ETag":                  ref("headers", "ETag"),
+							"X-Cache":               ref("headers", "X-Cache"),
 						},
 						"content": obj{"image/jpeg": obj{"schema": image}, "image/png": obj{"schema": image}, "image/webp": obj{"schema": image}},
 					},
+					"304": obj{
+						"description": "Not modified: If-None-Match named the cached entry's ETag (is_cached=true only). No body.",
+						"headers": obj{"ETag": ref("headers", "ETag"), "X-Cache": ref("headers", "X-Cache"),
+							"Cache-Control": ref("headers", "Cache-Control"), "X-Request-Id": ref("headers", "X-Request-Id")},
+					},
 					"400": errResp("Invalid, unknown or repeated parameter; missing api_key or url; a target whose address is not public."),
-					"403": errResp("Invalid, unknown or revoked API key."),
-					"422": errResp("The selector matched no element, or one without a visible size."),
+					"403": errResp("Invalid, unknown or revoked API key; a target outside the key's allowed domains; the monthly quota is exhausted.", rateHeaders...),
+					"422": errResp("The selector matched no element, or one without a visible size.", rateHeaders...),
+					"429": errResp("The key's rate limit is exceeded.", append(rateHeaders, "Retry-After")...),
 					"500": errResp("Internal error; the message is generic, the request id finds the detail in the log."),
-					"502": errResp("The target could not be reached (DNS, connection refused, TLS) or crashed the renderer."),
-					"503": errResp("No render slot became free in time, or no browser is available.", "Retry-After"),
-					"504": errResp("The page did not load, or the render did not finish, within the time limit."),
+					"502": errResp("The target could not be reached (DNS, connection refused, TLS) or crashed the renderer.", rateHeaders...),
+					"503": errResp("No render slot became free in time, no browser is available, or the database is unreachable.", append(rateHeaders, "Retry-After")...),
+					"504": errResp("The page did not load, or the render did not finish, within the time limit.", rateHeaders...),
 				},
 			}},
 			"/health": obj{"get": obj{
@@ -104,10 +117,15 @@ func build(params []screenshot.Param) obj {
 			"parameters": obj{"api_key": obj{"name": "api_key", "in": "query", "required": true,
 				"description": "API key (see the apiKey security scheme).", "schema": obj{"type": "string", "maxLength": 256}}},
 			"headers": obj{
-				"X-Request-Id":   header("Identifier of the request; equals requestId of an error.", obj{"type": "string"}),
-				"Content-Length": header("Size of the image in bytes.", obj{"type": "integer"}),
-				"Cache-Control":  header("public, max-age=3600.", obj{"type": "string"}),
-				"Retry-After":    header("Seconds after which to try again.", obj{"type": "integer"}),
+				"X-Request-Id":          header("Identifier of the request; equals requestId of an error.", obj{"type": "string"}),
+				"Content-Length":        header("Size of the image in bytes.", obj{"type": "integer"}),
+				"Cache-Control":         header("public, max-age=3600.", obj{"type": "string"}),
+				"Retry-After":           header("Seconds after which to try again.", obj{"type": "integer"}),
+				"X-RateLimit-Limit":     header("Requests the key may make in the current window.", obj{"type": "integer"}),
+				"X-RateLimit-Remaining": header("Requests left in the current window.", obj{"type": "integer", "minimum": 0}),
+				"X-RateLimit-Reset":     header("End of the current window, Unix seconds.", obj{"type": "integer"}),
+				"ETag":                  header("Entity tag of a cached image.", obj{"type": "string"}),
+				"X-Cache":               header("HIT when the image came from the cache, MISS when it was rendered for this request.", obj{"type": "string", "enum": []string{"HIT", "MISS"}}),
 			},
 			"schemas": obj{
 				"Error": obj{"type": "object", "required": []string{"error", "requestId"}, "additionalProperties": false,
@@ -146,6 +164,9 @@ func build(params []screenshot.Param) obj {
 		},
 	}
 }
+
+// rateHeaders are sent on every answer once the key is known.
+var rateHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
 
 func ref(kind, name string) obj { return obj{"$ref": "#/components/" + kind + "/" + name} }
 

@@ -64,6 +64,9 @@ func TestParametersMatchTheParser(t *testing.T) {
 		if dp.Reference != "" || dp.Name == "" {
 			dp, _ = m.Model.Components.Parameters.Get("api_key")
 		}
+		if dp.In == "header" {
+			continue // If-None-Match: not a query option
+		}
 		byName[dp.Name] = true
 		i := slices.IndexFunc(table, func(p screenshot.Param) bool { return p.Name == dp.Name })
 		if i < 0 {
