@@ -175,7 +175,7 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 bench: test-deps ## Render benchmarks next to a raw chromedp baseline; cache hits; parser.
 	$(GO) test -run '^$$' -bench . -benchtime 40x -timeout 30m ./internal/chromium
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/httpapi ./internal/embedded ./internal/s3store
-	$(GO) test -run '^$$' -bench . ./internal/screenshot
+	$(GO) test -run '^$$' -bench . ./internal/screenshot ./internal/blocking
 
 .PHONY: clean
 clean: ## Remove build output.

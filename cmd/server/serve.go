@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/blocking"
 	"github.com/shutterhq/shutter/internal/browserpath"
 	"github.com/shutterhq/shutter/internal/chromium"
 	"github.com/shutterhq/shutter/internal/config"
@@ -131,12 +132,23 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		go dc.RunSweeper(bg, 10*time.Minute)
 	}
 
+	lists := map[blocking.Category][]string{}
+	for c, srcs := range cfg.FilterLists {
+		lists[blocking.Category(c)] = srcs
+	}
+	content, err := blocking.New(ctx, blocking.Config{Lists: lists, Refresh: cfg.FilterRefresh}, m.Log)
+	if err != nil {
+		return err
+	}
+	go content.Run(bg)
+
 	mx := metrics.New()
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets}
 	pcfg := chromium.Config{
 		Local: cfg.LocalBrowsers, URLs: cfg.BrowserURLs,
 		Timeout: cfg.ScreenshotTimeout, LoadTimeout: cfg.PageLoadTimeout, IdleTime: cfg.NetworkIdle,
 		OnBlocked: func(category string) { mx.Blocked.WithLabelValues(category).Inc() },
+		Content:   content,
 	}
 	if !cfg.AllowPrivateTargets {
 		// Every request of the page passes the same policy as its URL.

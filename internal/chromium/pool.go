@@ -53,8 +53,19 @@ type Config struct {
 	// whether it may go out; a refusal fails the request in the browser.
 	Check func(url string) error
 	// OnBlocked, when set, is told the category of every request blocked in
-	// the browser: block_requests, block_resources or outbound_policy.
+	// the browser: block_requests, block_resources, outbound_policy,
+	// key_domains, or a content-filter category (ads, trackers, cookies).
 	OnBlocked func(category string)
+	// Content is the filter behind block_ads, block_trackers and
+	// block_cookie_banners; nil leaves those switches without effect.
+	Content ContentFilter
+}
+
+// ContentFilter matches requests against filter lists and gives the
+// stylesheet that hides what they describe.
+type ContentFilter interface {
+	Block(categories []string, requestURL, pageURL, resourceType string, subframe bool) (category string, blocked bool)
+	CSS(categories []string, host string) string
 }
 
 func (c *Config) defaults() {

@@ -31,7 +31,7 @@ type tab struct {
 	mu         sync.Mutex
 	inflight   map[network.RequestID]struct{}
 	lastChange time.Time
-	blocked    int
+	blocked    map[string]int // by category
 	mainFrame  cdp.FrameID
 	docBlocked error // why the first blocked main-frame document request was refused
 }
@@ -80,9 +80,24 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	if err := chromedp.Do(rctx); err != nil { // creates the browser context and the tab
 		return nil, fmt.Errorf("open tab: %w", err)
 	}
-	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(),
+	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(), blocked: map[string]int{},
 		mainFrame: cdp.FrameID(chromedp.FromContext(rctx).Target.TargetID)}
-	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || len(o.AllowedDomains) > 0 || p.cfg.Check != nil
+	content := o.ContentCategories()
+	if p.cfg.Content == nil {
+		content = nil
+	}
+	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || len(o.AllowedDomains) > 0 || len(content) > 0 || p.cfg.Check != nil
+	defer func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if len(st.blocked) > 0 {
+			args := []any{"request_id", screenshot.RequestIDFrom(ctx)}
+			for c, n := range st.blocked {
+				args = append(args, c, n)
+			}
+			p.log.DebugContext(ctx, "blocked requests", args...)
+		}
+	}()
 	err := chromedp.Listen(rctx, func(ev any) {
 		switch e := ev.(type) {
 		case *fetch.EventRequestPaused:
@@ -100,7 +115,7 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	if err := chromedp.Do(rctx, p.setup(c, o, intercept)...); err != nil {
+	if err := chromedp.Do(rctx, p.setup(c, o, intercept, content)...); err != nil {
 		return nil, fmt.Errorf("set up page: %w", err)
 	}
 
@@ -122,6 +137,10 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 
 	data, err := chromedp.Run(rctx, capture(o))
 	if err != nil {
+		// A refused navigation can take the page away under the capture.
+		if blocked := st.mainBlocked(); blocked != nil {
+			return nil, blocked
+		}
 		if cause := context.Cause(rctx); errors.Is(cause, errCrashed) {
 			err = fmt.Errorf("%w: %w", cause, err)
 		}
@@ -136,7 +155,7 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 }
 
 // setup returns the actions that prepare the tab before navigation.
-func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool) []chromedp.Action[chromedp.Void] {
+func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []string) []chromedp.Action[chromedp.Void] {
 	orientation := &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypePortraitPrimary, Angle: 0}
 	if !o.IsMobile || o.IsLandscape {
 		orientation = &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypeLandscapePrimary, Angle: 90}
@@ -181,7 +200,40 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool) []chromedp.
 	if intercept {
 		steps = append(steps, call(fetch.Enable, fetch.EnableParams{}))
 	}
+	if len(content) > 0 {
+		if css := p.cfg.Content.CSS(content, hostname(o.URL)); css != "" {
+			// An isolated world's script adopts a constructed stylesheet in
+			// every document before it is parsed: through the DevTools
+			// protocol, so the page's Content-Security-Policy does not apply.
+			src, _ := json.Marshal(css)
+			steps = append(steps, call(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+				Source: fmt.Sprintf(hideScript, src), WorldName: "shutter"}))
+		}
+	}
 	return steps
+}
+
+// hideScript adopts the filter stylesheet, and adopts it again if the page
+// replaces the document's adopted stylesheets.
+const hideScript = `(() => {
+	const sheet = new CSSStyleSheet();
+	sheet.replaceSync(%s);
+	const adopt = () => {
+		if (!document.adoptedStyleSheets.includes(sheet)) {
+			document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+		}
+	};
+	adopt();
+	document.addEventListener("DOMContentLoaded", adopt);
+	addEventListener("load", adopt);
+})();`
+
+func hostname(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Hostname()
 }
 
 // call wraps one protocol command whose result is not needed as an action.
@@ -242,6 +294,14 @@ func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fe
 			why, category = screenshot.Errorf(screenshot.EINVALID, "%s", msg), c
 		}
 	}
+	if why == nil && p.cfg.Content != nil && !mainDoc {
+		if cats := o.ContentCategories(); len(cats) > 0 {
+			subframe := e.ResourceType == network.ResourceTypeDocument
+			if c, blocked := p.cfg.Content.Block(cats, e.Request.URL, o.URL, string(e.ResourceType), subframe); blocked {
+				why, category = screenshot.Errorf(screenshot.EINVALID, "blocked by the %s filter", c), c
+			}
+		}
+	}
 	if why == nil && p.cfg.Check != nil {
 		if err := p.cfg.Check(e.Request.URL); err != nil {
 			why, category = err, "outbound_policy"
@@ -252,7 +312,7 @@ func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fe
 		return
 	}
 	st.mu.Lock()
-	st.blocked++
+	st.blocked[category]++
 	if mainDoc && st.docBlocked == nil {
 		st.docBlocked = why
 	}

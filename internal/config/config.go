@@ -54,6 +54,8 @@ type Config struct {
 	DefaultWidth        int
 	DefaultHeight       int
 
+	FilterLists         map[string][]string // category → files and URLs
+	FilterRefresh       time.Duration
 	ChromePath          string
 	BrowserURLs         []string
 	LocalBrowsers       int
@@ -155,6 +157,10 @@ func Load(getenv func(string) string) (*Config, error) {
 		},
 	}
 	c.redisHostSet = r.str("REDIS_HOST", "") != ""
+	c.FilterLists = map[string][]string{
+		"ads": r.list("FILTER_LISTS_ADS"), "trackers": r.list("FILTER_LISTS_TRACKERS"), "cookies": r.list("FILTER_LISTS_COOKIES"),
+	}
+	c.FilterRefresh = r.ms("FILTER_LISTS_REFRESH_MS", 24*3600*1000, 0, 30*24*3600*1000)
 	c.Plans = Plans{
 		FreeRate: r.int("PLAN_FREE_RATE_LIMIT", 10, 1, 1_000_000), FreeQuota: r.int("PLAN_FREE_MONTHLY_QUOTA", 100, 0, 1<<31-1),
 		ProRate: r.int("PLAN_PRO_RATE_LIMIT", 60, 1, 1_000_000), ProQuota: r.int("PLAN_PRO_MONTHLY_QUOTA", 1000, 0, 1<<31-1),

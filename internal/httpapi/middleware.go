@@ -72,7 +72,7 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		in := &info{id: newRequestID()}
-		ctx := context.WithValue(r.Context(), infoKey{}, in)
+		ctx := screenshot.WithRequestID(context.WithValue(r.Context(), infoKey{}, in), in.id)
 		r = r.WithContext(ctx)
 		w.Header().Set("X-Request-Id", in.id)
 		rec := &recorder{ResponseWriter: w, in: in}

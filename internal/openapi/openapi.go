@@ -43,7 +43,6 @@ func build(params []screenshot.Param) obj {
 			"title":       "Shutter screenshot API",
 			"version":     "1.0.0",
 			"description": "Renders web pages in headless Chromium and returns the image. Every option is a query parameter, so the request URL can be used directly as an image source.",
-			"license":     obj{"name": "Apache-2.0", "identifier": "Apache-2.0"},
 		},
 		"paths": obj{
 			"/v1/screenshots/take": obj{"get": obj{

@@ -85,3 +85,31 @@ type Image struct {
 type Renderer interface {
 	Render(ctx context.Context, o *Options) (*Image, error)
 }
+
+type requestIDKey struct{}
+
+// WithRequestID puts the request id in ctx, so that every layer can log it.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom returns the request id of ctx, or "".
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// ContentCategories are the content-filter categories that o enables.
+func (o *Options) ContentCategories() []string {
+	var out []string
+	if o.BlockAds {
+		out = append(out, "ads")
+	}
+	if o.BlockTrackers {
+		out = append(out, "trackers")
+	}
+	if o.BlockCookieBanners {
+		out = append(out, "cookies")
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+// Package blocking is the content filter behind block_ads, block_trackers
+// and block_cookie_banners: AdGuard's urlfilter engine over filter lists in
+// the Adblock Plus / AdGuard syntax. Network rules decide which requests a
+// page may make; cosmetic rules become a stylesheet that hides ad slots and
+// consent dialogs. The engine is compiled once and swapped whole when the
+// lists are refreshed.
+package blocking
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/AdguardTeam/urlfilter"
+	"github.com/AdguardTeam/urlfilter/filterlist"
+	"github.com/AdguardTeam/urlfilter/rules"
+)
+
+// Category is one of the three switches.
+type Category string
+
+const (
+	Ads      Category = "ads"
+	Trackers Category = "trackers"
+	Cookies  Category = "cookies"
+)
+
+// Categories in a fixed order.
+var Categories = []Category{Ads, Trackers, Cookies}
+
+//go:embed lists/*.txt lists/unlock.css
+var builtin embed.FS
+
+// Config names the lists of each category: files or http(s) URLs, loaded in
+// addition to the built-in list of the category.
+type Config struct {
+	Lists   map[Category][]string
+	Refresh time.Duration // how often URL lists are fetched again; 0: never
+	Client  *http.Client
+}
+
+// Filter matches requests and builds stylesheets.
+type Filter struct {
+	cfg     Config
+	log     *slog.Logger
+	engines atomic.Pointer[map[Category]*urlfilter.Engine]
+}
+
+// New loads the lists and compiles the engines. A configured list that
+// cannot be read is logged and skipped: the built-in rules always apply.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Filter, error) {
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	f := &Filter{cfg: cfg, log: log}
+	if err := f.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Reload reads every list again and swaps the engines in one step.
+func (f *Filter) Reload(ctx context.Context) error {
+	engines := map[Category]*urlfilter.Engine{}
+	for i, c := range Categories {
+		text, err := builtin.ReadFile("lists/" + string(c) + ".txt")
+		if err != nil {
+			return err
+		}
+		sources := []string{string(text)}
+		for _, src := range f.cfg.Lists[c] {
+			body, err := f.fetch(ctx, src)
+			if err != nil {
+				f.log.WarnContext(ctx, "filter list not loaded; using the others", "category", c, "source", src, "err", err)
+				continue
+			}
+			sources = append(sources, body)
+		}
+		lists := make([]filterlist.RuleList, 0, len(sources))
+		for j, s := range sources {
+			lists = append(lists, &filterlist.StringRuleList{ID: i*1000 + j + 1, RulesText: s})
+		}
+		storage, err := filterlist.NewRuleStorage(lists)
+		if err != nil {
+			return fmt.Errorf("filter lists %s: %w", c, err)
+		}
+		engines[c] = urlfilter.NewEngine(storage)
+	}
+	f.engines.Store(&engines)
+	return nil
+}
+
+func (f *Filter) fetch(ctx context.Context, src string) (string, error) {
+	if !strings.HasPrefix(src, "http://") && !strings.HasPrefix(src, "https://") {
+		b, err := os.ReadFile(src)
+		return string(b), err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := f.cfg.Client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %s", resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return string(b), err
+}
+
+// Run refreshes the lists every Refresh until ctx ends.
+func (f *Filter) Run(ctx context.Context) {
+	if f.cfg.Refresh <= 0 {
+		return
+	}
+	t := time.NewTicker(f.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := f.Reload(ctx); err != nil && ctx.Err() == nil {
+				f.log.WarnContext(ctx, "filter list refresh failed; keeping the current rules", "err", err)
+			}
+		}
+	}
+}
+
+// requestTypes maps the DevTools protocol's resource types.
+var requestTypes = map[string]rules.RequestType{
+	"document": rules.TypeDocument, "stylesheet": rules.TypeStylesheet, "image": rules.TypeImage,
+	"media": rules.TypeMedia, "font": rules.TypeFont, "script": rules.TypeScript, "xhr": rules.TypeXmlhttprequest,
+	"fetch": rules.TypeXmlhttprequest, "websocket": rules.TypeWebsocket, "ping": rules.TypePing,
+	"cspviolationreport": rules.TypePing, "eventsource": rules.TypeOther, "manifest": rules.TypeOther,
+}
+
+// Block is Match with plain strings, for the renderer.
+func (f *Filter) Block(enabled []string, requestURL, pageURL, resourceType string, subframe bool) (string, bool) {
+	c, ok := f.Match(asCategories(enabled), requestURL, pageURL, resourceType, subframe)
+	return string(c), ok
+}
+
+// CSS is Stylesheet with plain strings, for the renderer.
+func (f *Filter) CSS(enabled []string, host string) string {
+	return f.Stylesheet(asCategories(enabled), host)
+}
+
+func asCategories(s []string) []Category {
+	out := make([]Category, len(s))
+	for i, c := range s {
+		out[i] = Category(c)
+	}
+	return out
+}
+
+// Match says whether one of the enabled categories blocks a request of the
+// page at pageURL, and which. subframe marks the document of an iframe; the
+// page's own document is never blocked.
+func (f *Filter) Match(enabled []Category, requestURL, pageURL, resourceType string, subframe bool) (Category, bool) {
+	engines := *f.engines.Load()
+	rt, ok := requestTypes[strings.ToLower(resourceType)]
+	if !ok {
+		rt = rules.TypeOther
+	}
+	if rt == rules.TypeDocument {
+		if !subframe {
+			return "", false // the page itself is never filtered
+		}
+		rt = rules.TypeSubdocument
+	}
+	req := rules.NewRequest(requestURL, pageURL, rt)
+	for _, c := range enabled {
+		res := engines[c].MatchRequest(req)
+		if r := res.GetBasicResult(); r != nil && !r.Whitelist {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// Stylesheet returns the CSS of the enabled categories' cosmetic rules for
+// a page on host: element hiding (one rule per selector, so that one
+// selector the browser does not know cannot void the others) and CSS rules.
+func (f *Filter) Stylesheet(enabled []Category, host string) string {
+	engines := *f.engines.Load()
+	var b strings.Builder
+	for _, c := range enabled {
+		res := engines[c].GetCosmeticResult(host, rules.CosmeticOptionAll)
+		for _, group := range [][]string{res.ElementHiding.Generic, res.ElementHiding.Specific} {
+			for _, sel := range group {
+				fmt.Fprintf(&b, "%s { display: none !important; }\n", sel)
+			}
+		}
+		for _, group := range [][]string{res.CSS.Generic, res.CSS.Specific} {
+			for _, css := range group {
+				b.WriteString(css)
+				b.WriteByte('\n')
+			}
+		}
+		if c == Cookies {
+			unlock, _ := builtin.ReadFile("lists/unlock.css")
+			b.Write(unlock)
+		}
+	}
+	return b.String()
+}
+
+// Hostname is the host of a URL, for Stylesheet.
+func Hostname(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Hostname()
+}
+
+// ParseSources splits a comma-separated setting of files and URLs.
+func ParseSources(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
