@@ -77,6 +77,13 @@ func (p *localPod) env(ct corev1.Container) []string {
 			set(e.Name, e.Value)
 			continue
 		}
+		if f := e.ValueFrom.FieldRef; f != nil {
+			if f.FieldPath != "status.podIP" {
+				p.t.Fatalf("env %s: field %s", e.Name, f.FieldPath)
+			}
+			set(e.Name, "127.0.0.1") // the local "pod" address
+			continue
+		}
 		ref := e.ValueFrom.SecretKeyRef
 		sec, err := get(p.c, p.ns, ref.Name, &corev1.Secret{})
 		if err != nil {

@@ -64,13 +64,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := s.Status.DeepCopy()
 
-	if err := r.ensureAuthSecret(ctx, &s); err != nil {
+	auth, err := r.ensureAuthSecret(ctx, &s)
+	if err != nil {
 		return ctrl.Result{}, r.failed(ctx, &s, before, err)
 	}
 	secretHash, missing, err := r.secretDigest(ctx, &s)
 	if err != nil {
 		return ctrl.Result{}, r.failed(ctx, &s, before, err)
 	}
+	// The generated secret is hashed from the value in hand: the cache may
+	// not show a just-created Secret yet, and the hash must not change
+	// when it does.
+	secretHash[manifests.AuthSecretKey] = manifests.Hash(map[string]string{"v": auth})
 	cm := manifests.ConfigMap(&s)
 	desired := []client.Object{
 		cm,
@@ -91,24 +96,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.updateStatus(ctx, &s, before, missing)
 }
 
-// ensureAuthSecret creates the AUTH_SECRET once; a reconcile never changes
-// an existing value.
-func (r *Reconciler) ensureAuthSecret(ctx context.Context, s *shutterv1.ScreenshotService) error {
+// ensureAuthSecret creates the AUTH_SECRET once and returns it; a reconcile
+// never changes an existing value.
+func (r *Reconciler) ensureAuthSecret(ctx context.Context, s *shutterv1.ScreenshotService) (string, error) {
 	var sec corev1.Secret
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: manifests.AuthSecretName(s)}, &sec)
 	if err == nil && len(sec.Data[manifests.AuthSecretKey]) > 0 {
-		return nil
+		return string(sec.Data[manifests.AuthSecretKey]), nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return "", err
 	}
 	b := make([]byte, 32)
 	rand.Read(b)
-	if err := r.apply(ctx, manifests.AuthSecret(s, base64.RawURLEncoding.EncodeToString(b))); err != nil {
-		return fmt.Errorf("auth secret: %w", err)
+	value := base64.RawURLEncoding.EncodeToString(b)
+	// Create, not apply: if another reconcile created it meanwhile, its
+	// value stays.
+	if err := r.Create(ctx, manifests.AuthSecret(s, value)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			var existing corev1.Secret
+			if err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: manifests.AuthSecretName(s)}, &existing); err == nil {
+				return string(existing.Data[manifests.AuthSecretKey]), nil
+			}
+		}
+		return "", fmt.Errorf("auth secret: %w", err)
 	}
 	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "AuthSecretCreated", "Create", "generated Secret %s", manifests.AuthSecretName(s))
-	return nil
+	return value, nil
 }
 
 // secretDigest reads the referenced Secret keys; their values feed the
@@ -118,6 +132,7 @@ func (r *Reconciler) secretDigest(ctx context.Context, s *shutterv1.ScreenshotSe
 	digest := map[string]string{}
 	var missing []string
 	refs := manifests.SecretRefs(s)
+	delete(refs, manifests.AuthSecretKey) // hashed by the caller
 	for _, env := range slices.Sorted(maps.Keys(refs)) {
 		ref := refs[env]
 		var sec corev1.Secret

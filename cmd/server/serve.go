@@ -144,6 +144,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	mx := metrics.New()
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets}
+	if guard.AllowNets, guard.AllowHosts, err = netguard.ParseAllowList(cfg.AllowedPrivate); err != nil {
+		return fmt.Errorf("ALLOWED_PRIVATE_TARGETS: %w", err)
+	}
 	pcfg := chromium.Config{
 		Local: cfg.LocalBrowsers, URLs: cfg.BrowserURLs,
 		Timeout: cfg.ScreenshotTimeout, LoadTimeout: cfg.PageLoadTimeout, IdleTime: cfg.NetworkIdle,
@@ -151,8 +154,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Content:   content,
 	}
 	if !cfg.AllowPrivateTargets {
-		// Every request of the page passes the same policy as its URL.
+		// Every request of the page passes the same policy as its URL, at
+		// the browser (interception) and at the connection (a per-render
+		// proxy that dials only what it checked).
 		pcfg.Check = func(u string) error { return guard.CheckRequest(context.Background(), u) }
+		pcfg.Outbound = &netguard.Proxy{Guard: guard, Host: cfg.ProxyHost, Log: m.Log}
 	}
 	if len(cfg.BrowserURLs) == 0 {
 		if pcfg.ExecPath, err = browserpath.Find(cfg.ChromePath); err != nil {

@@ -59,6 +59,16 @@ type Config struct {
 	// Content is the filter behind block_ads, block_trackers and
 	// block_cookie_banners; nil leaves those switches without effect.
 	Content ContentFilter
+	// Outbound, when set, gives every render a proxy of its own through
+	// which the browser context sends all of its traffic (the pinning wall
+	// of the outbound policy).
+	Outbound Outbound
+}
+
+// Outbound opens per-render proxies. onRefuse is told each host whose
+// connection the policy refused.
+type Outbound interface {
+	Open(onRefuse func(host string, err error)) (proxyURL string, closeFn func(), err error)
 }
 
 // ContentFilter matches requests against filter lists and gives the

@@ -12,12 +12,14 @@ import (
 	"sync"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/shutterhq/shutter/internal/screenshot"
@@ -62,13 +64,40 @@ func (s *tab) quiet(d time.Duration) bool {
 
 // render runs one screenshot on the browser c in a fresh browser context.
 func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*screenshot.Image, error) {
-	tctx, tcancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext())
+	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(), blocked: map[string]int{}}
+	var contextOpts []chromedp.CreateBrowserContextOption
+	closeProxy := func() {}
+	if p.cfg.Outbound != nil {
+		targetHost := hostname(o.URL)
+		proxyURL, closeFn, err := p.cfg.Outbound.Open(func(host string, err error) {
+			if p.cfg.OnBlocked != nil {
+				p.cfg.OnBlocked("outbound_policy")
+			}
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			st.blocked["outbound_policy"]++
+			if strings.EqualFold(host, targetHost) && st.docBlocked == nil {
+				st.docBlocked = &screenshot.Error{Code: screenshot.EINVALID,
+					Message: fmt.Sprintf("target host %q resolves to an address that is not public", host), Err: err}
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		closeProxy = closeFn
+		contextOpts = append(contextOpts, func(params *target.CreateBrowserContextParams) {
+			params.ProxyServer = proxyURL
+			params.ProxyBypassList = "<-loopback>" // loopback goes through the proxy too
+		})
+	}
+	tctx, tcancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext(contextOpts...))
 	// Disposing of the browser context waits for the browser; the client
 	// need not, so it happens after the image is returned. Close waits for it.
 	p.jobs.Add(1)
 	defer func() {
 		go func() {
 			tcancel()
+			closeProxy()
 			p.jobs.Done()
 		}()
 	}()
@@ -80,8 +109,13 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	if err := chromedp.Do(rctx); err != nil { // creates the browser context and the tab
 		return nil, fmt.Errorf("open tab: %w", err)
 	}
-	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(), blocked: map[string]int{},
-		mainFrame: cdp.FrameID(chromedp.FromContext(rctx).Target.TargetID)}
+	cc := chromedp.FromContext(rctx)
+	st.mainFrame = cdp.FrameID(cc.Target.TargetID)
+	// Downloads are refused: nothing a page offers is written to disk.
+	if _, err := chromedp.CallBrowser(rctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: cc.BrowserContextID}); err != nil {
+		return nil, fmt.Errorf("deny downloads: %w", err)
+	}
 	content := o.ContentCategories()
 	if p.cfg.Content == nil {
 		content = nil

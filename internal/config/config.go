@@ -60,6 +60,8 @@ type Config struct {
 	BrowserURLs         []string
 	LocalBrowsers       int
 	AllowPrivateTargets bool
+	AllowedPrivate      string // ALLOWED_PRIVATE_TARGETS, parsed by netguard
+	ProxyHost           string // where per-render proxies listen for the browsers
 	ShutdownGrace       time.Duration
 	ShutdownDelay       time.Duration
 	MetricsPort         int // -1: no metrics listener
@@ -157,6 +159,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		},
 	}
 	c.redisHostSet = r.str("REDIS_HOST", "") != ""
+	c.AllowedPrivate = r.str("ALLOWED_PRIVATE_TARGETS", "")
+	c.ProxyHost = r.str("PROXY_HOST", r.str("POD_IP", "127.0.0.1"))
 	c.FilterLists = map[string][]string{
 		"ads": r.list("FILTER_LISTS_ADS"), "trackers": r.list("FILTER_LISTS_TRACKERS"), "cookies": r.list("FILTER_LISTS_COOKIES"),
 	}

@@ -251,6 +251,8 @@ func APIDeployment(s *shutterv1.ScreenshotService, configHash string) *appsv1.De
 	for _, name := range slices.Sorted(maps.Keys(refs)) {
 		env = append(env, secretEnv(name, refs[name]))
 	}
+	// The per-render proxies listen on the pod's address for the browsers.
+	env = append(env, corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
 	env = append(env, s.Spec.Env...) // later entries win
 	timeout := screenshotTimeout(s)
 	grace := int64((5*time.Second + 2*timeout + 10*time.Second) / time.Second)
@@ -416,6 +418,8 @@ func BrowserNetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkP
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &devtools}},
 			}},
 			Egress: []networkingv1.NetworkPolicyEgressRule{
+				// The API pods' per-render proxies, through which pages load.
+				{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: selector(s, "api")}}}},
 				{
 					To: []networkingv1.NetworkPolicyPeer{{
 						NamespaceSelector: &metav1.LabelSelector{},

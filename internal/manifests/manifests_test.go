@@ -114,7 +114,7 @@ func TestAPIDeployment(t *testing.T) {
 	for _, e := range c.Env {
 		names = append(names, e.Name)
 	}
-	want := []string{"AUTH_SECRET", "DATABASE_URL", "REDIS_URL", "STORAGE_ACCESS_KEY_ID", "STORAGE_SECRET_ACCESS_KEY", "LOG_LEVEL"}
+	want := []string{"AUTH_SECRET", "DATABASE_URL", "REDIS_URL", "STORAGE_ACCESS_KEY_ID", "STORAGE_SECRET_ACCESS_KEY", "POD_IP", "LOG_LEVEL"}
 	if !slices.Equal(names, want) {
 		t.Errorf("env order %v, want %v (user env last, so it wins)", names, want)
 	}
@@ -178,7 +178,10 @@ func TestBrowser(t *testing.T) {
 	if from["app.kubernetes.io/component"] != "api" || np.Spec.Ingress[0].Ports[0].Port.IntValue() != DevToolsPort {
 		t.Errorf("ingress %+v", np.Spec.Ingress)
 	}
-	except := strings.Join(np.Spec.Egress[1].To[0].IPBlock.Except, ",")
+	if np.Spec.Egress[0].To[0].PodSelector.MatchLabels["app.kubernetes.io/component"] != "api" {
+		t.Errorf("browsers cannot reach the API pods' proxies: %+v", np.Spec.Egress[0])
+	}
+	except := strings.Join(np.Spec.Egress[2].To[0].IPBlock.Except, ",")
 	for _, cidr := range []string{"10.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"} {
 		if !strings.Contains(except, cidr) {
 			t.Errorf("egress does not exclude %s: %s", cidr, except)

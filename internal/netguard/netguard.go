@@ -22,10 +22,65 @@ import (
 type Guard struct {
 	// AllowPrivate lets loopback, private and link-local targets through.
 	AllowPrivate bool
+	// AllowNets and AllowHosts let these non-public targets through while
+	// the rest stay refused (ALLOWED_PRIVATE_TARGETS).
+	AllowNets  []netip.Prefix
+	AllowHosts []string
 	// Resolver resolves host names; nil means net.DefaultResolver.
 	Resolver *net.Resolver
+	// Lookup, when set, replaces the resolver (tests use it to answer as
+	// public DNS would).
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Timeout bounds one resolution.
 	Timeout time.Duration
+}
+
+// ParseAllowList reads ALLOWED_PRIVATE_TARGETS: CIDRs, addresses and host
+// names, comma-separated.
+func ParseAllowList(s string) (nets []netip.Prefix, hosts []string, err error) {
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.ToLower(strings.TrimSpace(item))
+		switch {
+		case item == "":
+		case strings.Contains(item, "/"):
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%q is not a CIDR", item)
+			}
+			nets = append(nets, p.Masked())
+		default:
+			if a, ok := ParseHost(item); ok {
+				nets = append(nets, netip.PrefixFrom(a, a.BitLen()))
+			} else {
+				hosts = append(hosts, strings.TrimSuffix(item, "."))
+			}
+		}
+	}
+	return nets, hosts, nil
+}
+
+// allowed applies the policy to one resolved address of host.
+func (g *Guard) allowed(a netip.Addr, host string) bool {
+	if g.AllowPrivate || IsPublic(a) {
+		return true
+	}
+	a = a.Unmap()
+	for _, p := range g.AllowNets {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	h := normalizeHost(host)
+	for _, allowed := range g.AllowHosts {
+		if h == allowed {
+			return true
+		}
+	}
+	return false
+}
+
+func normalizeHost(h string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(h), "["), "]"), ".")
 }
 
 // ErrPrivate marks a refused non-public target.
@@ -55,7 +110,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 			Message: fmt.Sprintf("could not load the page: the host name %q could not be resolved", host), Err: err}
 	}
 	for _, a := range addrs {
-		if !IsPublic(a) {
+		if !g.allowed(a, host) {
 			return &screenshot.Error{Code: screenshot.EINVALID,
 				Message: fmt.Sprintf("target host %q resolves to %s, which is not a public address", host, a),
 				Err:     ErrPrivate}
@@ -81,6 +136,9 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	if g.Lookup != nil {
+		return g.Lookup(ctx, host)
 	}
 	r := g.Resolver
 	if r == nil {

@@ -1,0 +1,219 @@
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Proxy is the wall that pins what the Guard checked: the browser sends all
+// of a render's traffic (documents, subresources, redirects, iframes,
+// fetch, WebSocket, EventSource, workers, prefetch) through it, and the
+// proxy resolves every host itself, refuses the connection when any address
+// fails the policy, and connects to the very address it checked. The
+// browser never resolves names, so a DNS answer that changes between the
+// check and the connection (rebinding) gains nothing.
+//
+// Each render gets a session: a listener of its own, so that a refusal is
+// told to that render.
+type Proxy struct {
+	Guard *Guard
+	// Host is the address the listeners bind and the browsers connect to:
+	// 127.0.0.1 for local browsers, the pod's address for remote ones.
+	Host string
+	Log  *slog.Logger
+}
+
+// Refusal describes one connection the policy refused.
+type Refusal struct {
+	Host string
+	Err  error
+}
+
+// Session is one render's proxy listener.
+type Session struct {
+	// URL is the proxy server setting for the browser context.
+	URL string
+
+	ln     net.Listener
+	srv    *http.Server
+	mu     sync.Mutex
+	refuse func(Refusal)
+	wg     sync.WaitGroup
+}
+
+// Start opens a session; onRefuse is told about every refused connection.
+func (p *Proxy) Start(onRefuse func(Refusal)) (*Session, error) {
+	host := p.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("outbound proxy: %w", err)
+	}
+	s := &Session{URL: "http://" + ln.Addr().String(), ln: ln, refuse: onRefuse}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = pr.In.URL // absolute-form request of a proxy client
+			pr.Out.Host = pr.In.Host
+			pr.Out.Header.Del("Proxy-Connection")
+		},
+		Transport: &http.Transport{
+			DialContext:           s.dialer(p.Guard),
+			Proxy:                 nil,
+			ForceAttemptHTTP2:     false,
+			MaxIdleConnsPerHost:   4,
+			IdleConnTimeout:       30 * time.Second,
+			ResponseHeaderTimeout: 5 * time.Minute,
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// Close without an answer: the browser reports a network error
+			// rather than rendering a proxy's page as if it were the site's.
+			if hj, ok := w.(http.Hijacker); ok {
+				if c, _, herr := hj.Hijack(); herr == nil {
+					c.Close()
+					return
+				}
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
+		ErrorLog: nil,
+	}
+	s.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodConnect {
+				s.tunnel(w, r, p.Guard)
+				return
+			}
+			if !r.URL.IsAbs() {
+				http.Error(w, "proxy requests only", http.StatusBadRequest)
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	if p.Log != nil {
+		s.srv.ErrorLog = slog.NewLogLogger(p.Log.Handler(), slog.LevelDebug)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+// Close stops the session and every connection it carries.
+func (s *Session) Close() {
+	s.srv.Close()
+	s.wg.Wait()
+}
+
+func (s *Session) refused(host string, err error) {
+	s.mu.Lock()
+	f := s.refuse
+	s.mu.Unlock()
+	if f != nil {
+		f(Refusal{Host: host, Err: err})
+	}
+}
+
+// dialer resolves, checks and dials the checked address.
+func (s *Session) dialer(g *Guard) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		ips, err := g.checkedAddrs(ctx, host)
+		if err != nil {
+			if errors.Is(err, ErrPrivate) {
+				s.refused(host, err)
+			}
+			return nil, err
+		}
+		var d net.Dialer
+		d.Timeout = 30 * time.Second
+		var last error
+		for _, ip := range ips {
+			c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip.String(), port))
+			if err == nil {
+				return c, nil
+			}
+			last = err
+		}
+		return nil, last
+	}
+}
+
+// tunnel serves CONNECT (HTTPS and secure WebSockets).
+func (s *Session) tunnel(w http.ResponseWriter, r *http.Request, g *Guard) {
+	upstream, err := s.dialer(g)(r.Context(), "tcp", r.Host)
+	if err != nil {
+		http.Error(w, "refused", http.StatusForbidden)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		upstream.Close()
+		http.Error(w, "no hijacking", http.StatusInternalServerError)
+		return
+	}
+	client, buf, err := hj.Hijack()
+	if err != nil {
+		upstream.Close()
+		return
+	}
+	client.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n"))
+	done := make(chan struct{}, 2)
+	go func() {
+		if buf.Reader.Buffered() > 0 {
+			io.CopyN(upstream, buf, int64(buf.Reader.Buffered()))
+		}
+		io.Copy(upstream, client)
+		done <- struct{}{}
+	}()
+	go func() {
+		io.Copy(client, upstream)
+		done <- struct{}{}
+	}()
+	<-done
+	client.Close()
+	upstream.Close()
+	<-done
+}
+
+// checkedAddrs resolves host and returns its addresses when every one of
+// them passes the policy.
+func (g *Guard) checkedAddrs(ctx context.Context, host string) ([]netip.Addr, error) {
+	addrs, err := g.resolve(ctx, normalizeHost(host))
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if !g.allowed(a, host) {
+			return nil, fmt.Errorf("%w: %s resolves to %s", ErrPrivate, host, a)
+		}
+	}
+	return addrs, nil
+}
+
+// Open is Start for the renderer: the proxy URL, a close function, and
+// refusals as host and reason.
+func (p *Proxy) Open(onRefuse func(host string, err error)) (string, func(), error) {
+	s, err := p.Start(func(r Refusal) { onRefuse(r.Host, r.Err) })
+	if err != nil {
+		return "", nil, err
+	}
+	return s.URL, s.Close, nil
+}
