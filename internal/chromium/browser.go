@@ -191,6 +191,9 @@ func localLauncher(execPath string, extraFlags []string) func(ctx context.Contex
 			chromedp.Flag("no-pings", true),
 			// Keep the browser's own helpers from writing downloads anywhere.
 			chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,DownloadBubble"),
+			// A page that allocates without end crashes its renderer early
+			// instead of taking the machine's memory.
+			chromedp.Flag("js-flags", "--max-old-space-size=512"),
 		)
 		for _, f := range extraFlags {
 			name, val, hasVal := strings.Cut(strings.TrimLeft(f, "-"), "=")

@@ -389,6 +389,10 @@ func (p *Pool) waitIdle(ctx context.Context, st *tab) {
 	}
 }
 
+// MaxCaptureSide bounds an element capture: larger images exceed what the
+// compositor can produce in one piece and what a client wants in an <img>.
+const MaxCaptureSide = 16384
+
 // box is an element's border box in CSS pixels of the document.
 type box struct {
 	X, Y, W, H float64
@@ -430,6 +434,11 @@ func capture(o *screenshot.Options) chromedp.Action[[]byte] {
 			// Whole device pixels, so the image is exactly the element's box.
 			x, y := math.Floor(b.X), math.Floor(b.Y)
 			w, h := math.Ceil(b.X+b.W)-x, math.Ceil(b.Y+b.H)-y
+			if dsf := max(o.DeviceScaleFactor, 1); w*dsf > MaxCaptureSide || h*dsf > MaxCaptureSide {
+				return nil, screenshot.Errorf(screenshot.EUNPROCESSABLE,
+					"selector %q matched an element of %.0f×%.0f CSS pixels; an image may be at most %d device pixels on a side",
+					o.Selector, w, h, MaxCaptureSide)
+			}
 			params.Clip = &page.Viewport{X: x, Y: y, Width: w, Height: h, Scale: 1}
 			beyond := true
 			params.CaptureBeyondViewport = &beyond

@@ -329,7 +329,7 @@ func BrowserArgs(s *shutterv1.ScreenshotService) []string {
 		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--disable-quic", "--disable-breakpad",
 		"--remote-debugging-address=0.0.0.0", "--remote-debugging-port=" + strconv.Itoa(DevToolsPort),
-		"--user-data-dir=/tmp/chromium",
+		"--user-data-dir=/tmp/chromium", "--js-flags=--max-old-space-size=512",
 	}
 	return append(args, s.Spec.Browser.ExtraArgs...)
 }
