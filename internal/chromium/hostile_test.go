@@ -73,7 +73,6 @@ func hostileSite(t *testing.T) *httptest.Server {
 	return srv
 }
 
-
 // TestHostilePages renders each hostile page: each gives an image or a clear
 // error within its deadline. Afterwards the pool has its one browser, no
 // stray tabs or browser contexts, no downloaded file, and still renders.
