@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -229,5 +230,119 @@ func TestS3Cache(t *testing.T) {
 	mb := &Main{Config: cfg, Log: newLogger(cfg, io.Discard), Stderr: io.Discard}
 	if err := mb.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "storage:") {
 		t.Errorf("start with wrong storage credentials: %v", err)
+	}
+}
+
+// TestFaultsUnderLoad stops and restarts PostgreSQL, Redis and the S3
+// server while clients keep requesting: every answer is an image or a 503,
+// none hangs, and the usage counted equals the renders served.
+func TestFaultsUnderLoad(t *testing.T) {
+	chrome := testenv.Chrome(t)
+	pg := testenv.NewPostgres(t)
+	rd := testenv.NewRedis(t)
+	s3 := testenv.NewS3(t)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<body style="background:#0f0">ok</body>`)
+	}))
+	defer site.Close()
+	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": pg.DSN("postgres"), "REDIS_URL": "redis://" + rd.Addr(),
+		"STORAGE_URL": s3.URL(), "STORAGE_BUCKET": "load", "STORAGE_REGION": "us-east-1", "STORAGE_ACCESS_KEY_ID": s3.AccessKey,
+		"STORAGE_SECRET_ACCESS_KEY": s3.SecretKey, "STORAGE_USE_PATH_STYLE_ENDPOINT": "true",
+		"CHROME_PATH": chrome, "ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "KEY_CACHE_TTL_MS": "500", "DATA_DIR": t.TempDir()}
+	key := newKey(t, env, "--plan", "enterprise", "--rate-limit", "100000", "--monthly-quota", "100000")
+	m := startMain(t, env)
+
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	renders := 0
+	var slowest time.Duration
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 60 * time.Second}
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				q := url.Values{"api_key": {key}, "url": {site.URL}, "width": {"400"}, "height": {"300"}}
+				if i%2 == 0 {
+					q.Set("is_cached", "true")
+					q.Set("cache_key", fmt.Sprint(w, "-", i%6))
+				}
+				start := time.Now()
+				resp, err := client.Get("http://" + m.Addr + "/v1/screenshots/take?" + q.Encode())
+				d := time.Since(start)
+				if err != nil {
+					t.Errorf("request failed: %v", err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				statuses[resp.StatusCode]++
+				if resp.StatusCode == 200 && resp.Header.Get("X-Cache") != "HIT" {
+					renders++
+				}
+				slowest = max(slowest, d)
+				mu.Unlock()
+				if resp.StatusCode == 503 {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+	step := func(d time.Duration, f func()) { time.Sleep(d); f() }
+	step(time.Second, pg.Stop)
+	step(1500*time.Millisecond, func() {
+		if err := pg.Start(); err != nil {
+			t.Error(err)
+		}
+	})
+	step(time.Second, rd.Stop)
+	step(time.Second, func() {
+		if err := rd.Start(); err != nil {
+			t.Error(err)
+		}
+	})
+	step(time.Second, s3.Stop)
+	step(time.Second, func() {
+		if err := s3.Start(); err != nil {
+			t.Error(err)
+		}
+	})
+	step(1500*time.Millisecond, func() { close(stop) })
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("statuses %v, renders %d, slowest %s", statuses, renders, slowest)
+	for code := range statuses {
+		if code != 200 && code != 503 {
+			t.Errorf("status %d under faults: %v", code, statuses)
+		}
+	}
+	if statuses[503] == 0 || renders == 0 {
+		t.Errorf("the faults did not show (or nothing rendered): %v", statuses)
+	}
+	if slowest > 20*time.Second {
+		t.Errorf("a request took %s", slowest)
+	}
+	// Every served render is counted once, also those whose commit met the
+	// outage (they are retried in the background).
+	want := fmt.Sprintf(" %d/100000", renders)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list := cli(t, env, "keys", "list")
+		if strings.Contains(list, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage does not match the %d renders served:\n%s", renders, list)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -267,6 +267,9 @@ func (m *Main) Close() error {
 		}
 		cancel()
 	}
+	if m.api != nil {
+		m.api.Wait(10 * time.Second) // quota commits retrying through an outage
+	}
 	if m.metrics != nil {
 		m.metrics.Close()
 	}

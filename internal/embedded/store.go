@@ -224,7 +224,7 @@ func (s *Store) Commit(ctx context.Context, hold string) error {
 	var keyID, period string
 	err = tx.QueryRowContext(ctx, `DELETE FROM quota_holds WHERE id = ? RETURNING key_id, period`, hold).Scan(&keyID, &period)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("commit quota: hold %s expired or unknown", hold)
+		return fmt.Errorf("commit quota %s: %w", hold, screenshot.ErrHoldGone)
 	}
 	if err != nil {
 		return fmt.Errorf("commit quota: %w", err)

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +66,7 @@ type Server struct {
 	handler  http.Handler
 	draining atomic.Bool
 	flight   singleflight.Group
+	settling sync.WaitGroup // background quota commits
 }
 
 // Drain makes readiness fail so that load balancers stop sending traffic,
@@ -232,17 +234,60 @@ func (s *Server) settle(ctx context.Context, hold string, ok bool) {
 	if hold == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	var err error
-	if ok {
-		err = s.Quota.Commit(ctx, hold)
-	} else {
-		err = s.Quota.Release(ctx, hold)
+	ctx = context.WithoutCancel(ctx)
+	if !ok {
+		// A release that fails costs nothing: the hold expires and its unit
+		// returns by itself.
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := s.Quota.Release(rctx, hold); err != nil {
+			s.log.WarnContext(ctx, "release quota hold; it will expire", "request_id", RequestID(ctx), "err", err)
+		}
+		return
 	}
-	if err != nil {
-		// The hold expires by itself, so nothing is counted twice.
-		s.log.ErrorContext(ctx, "settle quota", "request_id", RequestID(ctx), "committed", ok, "err", err)
+	if s.commit(ctx, hold) {
+		return
+	}
+	// The image is out: its unit must be counted. Retry while the hold
+	// lives (a database outage), in the background.
+	s.settling.Add(1)
+	go func() {
+		defer s.settling.Done()
+		deadline := time.Now().Add(max(s.HoldTTL/2, time.Second))
+		for wait := 250 * time.Millisecond; time.Now().Before(deadline); wait = min(wait*2, 5*time.Second) {
+			time.Sleep(wait)
+			if s.commit(ctx, hold) {
+				return
+			}
+		}
+		s.log.ErrorContext(ctx, "quota unit not counted: the usage store stayed unreachable", "request_id", RequestID(ctx))
+	}()
+}
+
+// commit reports whether the hold is settled (committed, or gone for good).
+func (s *Server) commit(ctx context.Context, hold string) bool {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := s.Quota.Commit(cctx, hold)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, screenshot.ErrHoldGone):
+		s.log.ErrorContext(ctx, "quota hold expired before its render was counted", "request_id", RequestID(ctx))
+		return true
+	default:
+		s.log.WarnContext(ctx, "commit quota; retrying", "request_id", RequestID(ctx), "err", err)
+		return false
+	}
+}
+
+// Wait waits for background quota commits, at most d.
+func (s *Server) Wait(d time.Duration) {
+	done := make(chan struct{})
+	go func() { s.settling.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
 	}
 }
 

@@ -266,7 +266,7 @@ func (s *Store) Commit(ctx context.Context, hold string) error {
 		var keyID, period string
 		err := tx.QueryRow(ctx, `DELETE FROM quota_holds WHERE id = $1 RETURNING key_id, period`, hold).Scan(&keyID, &period)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("commit quota: hold %s expired or unknown", hold)
+			return fmt.Errorf("commit quota %s: %w", hold, screenshot.ErrHoldGone)
 		}
 		if err != nil {
 			return fmt.Errorf("commit quota: %w", err)

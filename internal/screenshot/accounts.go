@@ -67,6 +67,9 @@ func WindowOf(t time.Time, window time.Duration) (start, end time.Time) {
 // ErrQuotaExhausted is returned by Reserve when the period's quota is used up.
 var ErrQuotaExhausted = errors.New("monthly quota exhausted")
 
+// ErrHoldGone is returned by Commit for a hold that expired or was settled.
+var ErrHoldGone = errors.New("quota hold expired or already settled")
+
 // QuotaStore keeps monthly usage. A render first reserves a unit (a hold),
 // then commits it on success or releases it on failure, so that concurrent
 // requests can never exceed the quota and failures never count. A hold that
