@@ -1,7 +1,9 @@
 package chromium
 
 import (
+	"bytes"
 	"context"
+	"image"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,8 +21,13 @@ import (
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
+// redFile is a local page that no target may show.
+var redFile string
+
 // hostileSite serves pages that try to hang, exhaust or escape a render.
 func hostileSite(t *testing.T) *httptest.Server {
+	redFile = filepath.Join(t.TempDir(), "local.html")
+	os.WriteFile(redFile, []byte(`<body style="background:#ff0000">local file</body>`), 0o644)
 	html := func(w http.ResponseWriter, body string) {
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, body)
@@ -50,6 +57,14 @@ func hostileSite(t *testing.T) *httptest.Server {
 			io.WriteString(w, "MZ not a real program")
 		case "/download-link":
 			html(w, `<body style="background:#0000ff"><a id="d" href="/download" download>x</a><script>document.getElementById("d").click()</script></body>`)
+		case "/to-file", "/to-data", "/to-chrome", "/to-view-source":
+			target := map[string]string{
+				"/to-file":        "file://" + redFile,
+				"/to-data":        "data:text/html,<body style='background:%23ff0000'>",
+				"/to-chrome":      "chrome://version",
+				"/to-view-source": "view-source:file://" + redFile,
+			}[r.URL.Path]
+			html(w, `<body style="background:#0000ff"><script>location.href = "`+target+`"</script></body>`)
 		case "/forever":
 			html(w, `<body style="background:#0000ff"><script>setTimeout(() => location.reload(), 30)</script></body>`)
 		case "/trickle":
@@ -135,6 +150,25 @@ func TestHostilePages(t *testing.T) {
 				t.Errorf("TLS error not named: %v", err)
 			}
 		})
+	}
+
+	// Navigations to local and internal schemes go nowhere: the page stays
+	// (or the render fails); a local file never shows.
+	for _, path := range []string{"/to-file", "/to-data", "/to-chrome", "/to-view-source"} {
+		img, err := p.Render(context.Background(), opts(t, site.URL+path, "format", "png"))
+		if err != nil {
+			if code := screenshot.ErrorCode(err); code == screenshot.EINTERNAL {
+				t.Errorf("%s: %v", path, err)
+			}
+			continue
+		}
+		dec, _, derr := image.Decode(bytes.NewReader(img.Data))
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		if c := dec.At(10, 10); near(c, red, 10) {
+			t.Errorf("%s: the page showed the local target", path)
+		}
 	}
 
 	// A tall page: the viewport renders; a capture of the whole element is
