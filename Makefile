@@ -188,3 +188,9 @@ docker-build: ## Build the server, operator and browser images (needs a Docker e
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE_REGISTRY)/shutter-server:$(IMAGE_TAG) .
 	docker build -f operator.Dockerfile -t $(IMAGE_REGISTRY)/shutter-operator:$(IMAGE_TAG) .
 	docker build -f browser.Dockerfile -t $(IMAGE_REGISTRY)/shutter-browser:$(IMAGE_TAG) .
+
+LOAD_DURATION ?= 3m
+LOAD_RATE ?= 20
+.PHONY: load
+load: deps ## Load test: LOAD_RATE requests/s (above capacity) for LOAD_DURATION against a real server.
+	SHUTTER_LOAD=$(LOAD_DURATION) SHUTTER_LOAD_RATE=$(LOAD_RATE) $(GO) test -count=1 -run '^TestLoad$$' -v -timeout 60m ./cmd/server

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,14 @@ func TestHostilePages(t *testing.T) {
 	site := hostileSite(t)
 	tlsSite := httptest.NewTLSServer(http.NotFoundHandler())
 	defer tlsSite.Close()
+	// The browser's processes and the temporary directories before.
+	if _, err := p.Render(context.Background(), opts(t, site.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	p.jobs.Wait()
+	pid := p.Stats()[0].PID
+	procsBefore := children(pid)
+	tmpBefore := runnerDirs()
 
 	for _, tc := range []struct {
 		path string
@@ -216,10 +225,65 @@ func TestHostilePages(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// And it still works.
+	// And it still works, with the same browser, no more processes than
+	// before, and no new temporary directories.
 	if _, err := p.Render(context.Background(), opts(t, site.URL+"/")); err != nil {
 		t.Fatalf("render after the hostile pages: %v", err)
 	}
+	p.jobs.Wait()
+	if st := p.Stats()[0]; st.PID != pid {
+		// A crashing page may not take the browser down; if it did, the
+		// supervisor replaced it and the old processes must be gone.
+		t.Logf("browser relaunched during the hostile pages: %d → %d", pid, st.PID)
+	} else {
+		deadline = time.Now().Add(10 * time.Second)
+		for children(pid) > procsBefore && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if n := children(pid); n > procsBefore {
+			t.Errorf("the browser has %d processes, %d before the hostile pages", n, procsBefore)
+		}
+	}
+	if n := runnerDirs(); n > tmpBefore {
+		t.Errorf("%d browser temp directories, %d before", n, tmpBefore)
+	}
+}
+
+// children counts the processes descending from pid.
+func children(pid int) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces, so cut at the last ')'.
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) > 1 {
+			parent[p], _ = strconv.Atoi(fields[1])
+		}
+	}
+	for p := range parent {
+		for q := p; q > 1; q = parent[q] {
+			if parent[q] == pid {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// runnerDirs counts the browsers' temporary profile directories.
+func runnerDirs() int {
+	m, _ := filepath.Glob(filepath.Join(os.TempDir(), "chromedp-runner*"))
+	return len(m)
 }
 
 func containsCode(codes []screenshot.Code, c screenshot.Code) bool {
