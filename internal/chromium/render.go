@@ -36,6 +36,7 @@ type tab struct {
 	blocked    map[string]int // by category
 	mainFrame  cdp.FrameID
 	docBlocked error // why the first blocked main-frame document request was refused
+	checked    map[string]error // outbound-policy answers by scheme and host, for this render
 }
 
 func (s *tab) event(ev any) {
@@ -302,6 +303,30 @@ func cookieParams(cs []*http.Cookie) []*network.CookieParam {
 	return out
 }
 
+// check asks the outbound policy once per scheme and host of a render: a
+// page loads many resources from few hosts, and each answer costs a DNS
+// lookup. (The per-render proxy checks every connection again.)
+func (s *tab) check(policy func(string) error, rawURL string) error {
+	key := rawURL
+	if u, err := url.Parse(rawURL); err == nil {
+		key = u.Scheme + "://" + u.Host
+	}
+	s.mu.Lock()
+	err, ok := s.checked[key]
+	s.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = policy(rawURL)
+	s.mu.Lock()
+	if s.checked == nil {
+		s.checked = map[string]error{}
+	}
+	s.checked[key] = err
+	s.mu.Unlock()
+	return err
+}
+
 func (s *tab) mainBlocked() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -337,7 +362,7 @@ func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fe
 		}
 	}
 	if why == nil && p.cfg.Check != nil {
-		if err := p.cfg.Check(e.Request.URL); err != nil {
+		if err := st.check(p.cfg.Check, e.Request.URL); err != nil {
 			why, category = err, "outbound_policy"
 		}
 	}
