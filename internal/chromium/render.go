@@ -35,7 +35,7 @@ type tab struct {
 	lastChange time.Time
 	blocked    map[string]int // by category
 	mainFrame  cdp.FrameID
-	docBlocked error // why the first blocked main-frame document request was refused
+	docBlocked error            // why the first blocked main-frame document request was refused
 	checked    map[string]error // outbound-policy answers by scheme and host, for this render
 }
 
