@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/shutterhq/shutter/internal/netguard"
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
@@ -101,6 +103,15 @@ func BenchmarkRender(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The production path: the outbound policy checks every request and a
+	// per-render proxy carries the traffic (the loopback page is let
+	// through by an allow-list, as a public address would be).
+	guard := &netguard.Guard{AllowNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	guarded, err := startPool(Config{ExecPath: path, Timeout: 30 * time.Second, Outbound: &netguard.Proxy{Guard: guard},
+		Check: func(u string) error { return guard.CheckRequest(context.Background(), u) }})
+	if err != nil {
+		b.Fatal(err)
+	}
 	rawCtx := raw.list()[0].current().ctx
 
 	slots := []int{1, 10}
@@ -117,11 +128,19 @@ func BenchmarkRender(b *testing.B) {
 					return err
 				})
 			})
+			b.Run("guarded/"+suffix, func(b *testing.B) {
+				measure(b, "guarded/"+suffix, conc, func() error {
+					_, err := guarded.Render(context.Background(), o)
+					return err
+				})
+			})
 			b.Run("ratio/"+suffix, func(b *testing.B) {
 				r, ok1 := benchResults.Load("raw/" + suffix)
 				s, ok2 := benchResults.Load("shutter/" + suffix)
-				if ok1 && ok2 {
+				g, ok3 := benchResults.Load("guarded/" + suffix)
+				if ok1 && ok2 && ok3 {
 					b.ReportMetric(float64(s.(time.Duration))/float64(r.(time.Duration)), "p50-shutter/raw")
+					b.ReportMetric(float64(g.(time.Duration))/float64(r.(time.Duration)), "p50-guarded/raw")
 					b.ReportMetric(0, "ns/op")
 				}
 			})
