@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -217,24 +216,4 @@ func (f *Filter) Stylesheet(enabled []Category, host string) string {
 		}
 	}
 	return b.String()
-}
-
-// Hostname is the host of a URL, for Stylesheet.
-func Hostname(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return ""
-	}
-	return p.Hostname()
-}
-
-// ParseSources splits a comma-separated setting of files and URLs.
-func ParseSources(s string) []string {
-	var out []string
-	for p := range strings.SplitSeq(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -37,6 +37,7 @@ type tab struct {
 	mainFrame  cdp.FrameID
 	docBlocked error            // why the first blocked main-frame document request was refused
 	checked    map[string]error // outbound-policy answers by scheme and host, for this render
+	content    []string         // enabled content-filter categories (nil without a filter)
 }
 
 func (s *tab) event(ev any) {
@@ -117,10 +118,11 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: cc.BrowserContextID}); err != nil {
 		return nil, fmt.Errorf("deny downloads: %w", err)
 	}
-	content := o.ContentCategories()
-	if p.cfg.Content == nil {
-		content = nil
+	var content []string
+	if p.cfg.Content != nil {
+		content = o.ContentCategories()
 	}
+	st.content = content
 	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || len(o.AllowedDomains) > 0 || len(content) > 0 || p.cfg.Check != nil
 	defer func() {
 		st.mu.Lock()
@@ -353,12 +355,10 @@ func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fe
 			why, category = screenshot.Errorf(screenshot.EINVALID, "%s", msg), c
 		}
 	}
-	if why == nil && p.cfg.Content != nil && !mainDoc {
-		if cats := o.ContentCategories(); len(cats) > 0 {
-			subframe := e.ResourceType == network.ResourceTypeDocument
-			if c, blocked := p.cfg.Content.Block(cats, e.Request.URL, o.URL, string(e.ResourceType), subframe); blocked {
-				why, category = screenshot.Errorf(screenshot.EINVALID, "blocked by the %s filter", c), c
-			}
+	if why == nil && len(st.content) > 0 && !mainDoc {
+		subframe := e.ResourceType == network.ResourceTypeDocument
+		if c, blocked := p.cfg.Content.Block(st.content, e.Request.URL, o.URL, string(e.ResourceType), subframe); blocked {
+			why, category = screenshot.Errorf(screenshot.EINVALID, "blocked by the %s filter", c), c
 		}
 	}
 	if why == nil && p.cfg.Check != nil {

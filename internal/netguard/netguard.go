@@ -104,19 +104,44 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 		return nil
 	}
 	host := strings.ToLower(u.Hostname())
-	addrs, err := g.resolve(ctx, host)
-	if err != nil {
+	if _, err := g.checkedAddrs(ctx, host); err != nil {
+		var r *refusedError
+		if errors.As(err, &r) {
+			return &screenshot.Error{Code: screenshot.EINVALID,
+				Message: fmt.Sprintf("target host %q resolves to %s, which is not a public address", host, r.addr),
+				Err:     ErrPrivate}
+		}
 		return &screenshot.Error{Code: screenshot.EUPSTREAM,
 			Message: fmt.Sprintf("could not load the page: the host name %q could not be resolved", host), Err: err}
 	}
+	return nil
+}
+
+// refusedError is an address of host that the policy refuses.
+type refusedError struct {
+	host string
+	addr netip.Addr
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("%s: %s resolves to %s", ErrPrivate, e.host, e.addr)
+}
+func (e *refusedError) Unwrap() error { return ErrPrivate }
+
+// checkedAddrs resolves host and returns its addresses when every one of
+// them passes the policy; otherwise a resolution error or a *refusedError.
+// The URL check and the proxy both decide through it.
+func (g *Guard) checkedAddrs(ctx context.Context, host string) ([]netip.Addr, error) {
+	addrs, err := g.resolve(ctx, normalizeHost(host))
+	if err != nil {
+		return nil, err
+	}
 	for _, a := range addrs {
 		if !g.allowed(a, host) {
-			return &screenshot.Error{Code: screenshot.EINVALID,
-				Message: fmt.Sprintf("target host %q resolves to %s, which is not a public address", host, a),
-				Err:     ErrPrivate}
+			return nil, &refusedError{host: host, addr: a}
 		}
 	}
-	return nil
+	return addrs, nil
 }
 
 // CheckRequest is CheckURL for the requests a page makes: schemes that never

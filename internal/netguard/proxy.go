@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/netip"
 	"sync"
 	"time"
 )
@@ -191,21 +190,6 @@ func (s *Session) tunnel(w http.ResponseWriter, r *http.Request, g *Guard) {
 	client.Close()
 	upstream.Close()
 	<-done
-}
-
-// checkedAddrs resolves host and returns its addresses when every one of
-// them passes the policy.
-func (g *Guard) checkedAddrs(ctx context.Context, host string) ([]netip.Addr, error) {
-	addrs, err := g.resolve(ctx, normalizeHost(host))
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range addrs {
-		if !g.allowed(a, host) {
-			return nil, fmt.Errorf("%w: %s resolves to %s", ErrPrivate, host, a)
-		}
-	}
-	return addrs, nil
 }
 
 // Open is Start for the renderer: the proxy URL, a close function, and
