@@ -17,6 +17,22 @@ import (
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
+// greenSite serves a green page and counts the loads of "/"; it closes
+// when the test ends.
+func greenSite(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	pages := &atomic.Int64{}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			pages.Add(1)
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<body style="background:#0f0">ok</body>`)
+	}))
+	t.Cleanup(site.Close)
+	return site, pages
+}
+
 // burst sends n concurrent screenshot requests spread over the servers and
 // counts the statuses.
 func burst(t *testing.T, servers []*Main, q url.Values, n int) map[int]int {
@@ -50,15 +66,7 @@ func TestProductionBackends(t *testing.T) {
 	chrome := testenv.Chrome(t)
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	var pages atomic.Int64
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" {
-			pages.Add(1)
-		}
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<body style="background:#0f0">ok</body>`)
-	}))
-	defer site.Close()
+	site, pages := greenSite(t)
 
 	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": pg.DSN("postgres"), "REDIS_URL": "redis://" + rd.Addr(),
 		"CHROME_PATH": chrome, "ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "NODE_ENV": "production",
@@ -177,15 +185,7 @@ func getStatus(t *testing.T, u string) int {
 func TestS3Cache(t *testing.T) {
 	chrome := testenv.Chrome(t)
 	s3 := testenv.NewS3(t)
-	var pages atomic.Int64
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" {
-			pages.Add(1)
-		}
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<body style="background:#0f0">ok</body>`)
-	}))
-	defer site.Close()
+	site, pages := greenSite(t)
 	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome,
 		"ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "STORAGE_URL": s3.URL(), "STORAGE_BUCKET": "shots",
 		"STORAGE_REGION": "us-east-1", "STORAGE_ACCESS_KEY_ID": s3.AccessKey, "STORAGE_SECRET_ACCESS_KEY": s3.SecretKey,
@@ -241,11 +241,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	s3 := testenv.NewS3(t)
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<body style="background:#0f0">ok</body>`)
-	}))
-	defer site.Close()
+	site, _ := greenSite(t)
 	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": pg.DSN("postgres"), "REDIS_URL": "redis://" + rd.Addr(),
 		"STORAGE_URL": s3.URL(), "STORAGE_BUCKET": "load", "STORAGE_REGION": "us-east-1", "STORAGE_ACCESS_KEY_ID": s3.AccessKey,
 		"STORAGE_SECRET_ACCESS_KEY": s3.SecretKey, "STORAGE_USE_PATH_STYLE_ENDPOINT": "true",

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -29,11 +27,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	defer exec.Command("umount", "-l", data).Run()
 
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<body style="background:#0f0">ok</body>`)
-	}))
-	defer site.Close()
+	site, _ := greenSite(t)
 	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATA_DIR": data, "CHROME_PATH": chrome,
 		"ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error"}
 	key := newKey(t, env, "--plan", "pro")
