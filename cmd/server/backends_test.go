@@ -121,9 +121,10 @@ func TestProductionBackends(t *testing.T) {
 			t.Errorf("with Redis down: %d %s", resp.StatusCode, body)
 		}
 		health := get(t, "http://"+servers[0].Addr+"/health")
-		if !strings.Contains(health, `"status":"degraded"`) || !strings.Contains(health, `"name":"redis","status":"warn"`) {
+		if !strings.Contains(health, `"status":"degraded"`) || !strings.Contains(health, `"name":"redis","status":"fail"`) {
 			t.Errorf("health with Redis down: %s", health)
 		}
+		strictHealth(t, health)
 		if err := rd.Start(); err != nil {
 			t.Fatal(err)
 		}

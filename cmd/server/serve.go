@@ -332,7 +332,7 @@ func (m *Main) checks() []health.Check {
 			d := map[string]any{"waiting": st.Waiting, "active": st.Active, "completed": st.Completed,
 				"failed": st.Failed, "workerRunning": running, "slots": st.Slots}
 			if !running {
-				return health.Warn, d, errors.New("no browser is ready to take jobs")
+				return health.Impaired, d, errors.New("no browser is ready to take jobs")
 			}
 			return health.Pass, d, nil
 		}},
@@ -356,7 +356,7 @@ func (m *Main) checks() []health.Check {
 			case ready == 0:
 				return health.Fail, d, errors.New("no browser is ready")
 			case ready < len(stats):
-				return health.Warn, d, fmt.Errorf("%d of %d browsers are down", len(stats)-ready, len(stats))
+				return health.Impaired, d, fmt.Errorf("%d of %d browsers are down", len(stats)-ready, len(stats))
 			}
 			return health.Pass, d, nil
 		}},
@@ -365,7 +365,7 @@ func (m *Main) checks() []health.Check {
 		// Redis down degrades: rate limits fall back to each process.
 		checks = append(checks, health.Check{Name: "redis", Run: func(ctx context.Context) (string, map[string]any, error) {
 			if err := m.redis.Ping(ctx); err != nil {
-				return health.Warn, map[string]any{"fallback": "in-process rate limiting"}, err
+				return health.Fail, map[string]any{"fallback": "in-process rate limiting"}, err
 			}
 			return health.Pass, nil, nil
 		}})
@@ -374,7 +374,7 @@ func (m *Main) checks() []health.Check {
 }
 
 // dataDirCheck writes and removes a file in the data directory and reports
-// the free space; under 100 MiB free it warns.
+// the free space; under 100 MiB free it reports the directory impaired.
 func dataDirCheck(dir string) (string, map[string]any, error) {
 	d := map[string]any{"path": dir}
 	f, err := os.CreateTemp(dir, ".health-*")
@@ -393,7 +393,7 @@ func dataDirCheck(dir string) (string, map[string]any, error) {
 		free := st.Bavail * uint64(st.Bsize)
 		d["freeBytes"] = free
 		if free < 100<<20 {
-			return health.Warn, d, fmt.Errorf("only %d MiB free in the data directory", free>>20)
+			return health.Impaired, d, fmt.Errorf("only %d MiB free in the data directory", free>>20)
 		}
 	}
 	return health.Pass, d, nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -38,6 +37,8 @@ type tab struct {
 	docBlocked error            // why the first blocked main-frame document request was refused
 	checked    map[string]error // outbound-policy answers by scheme and host, for this render
 	content    []string         // enabled content-filter categories (nil without a filter)
+	life       map[string]bool  // main-frame lifecycle events seen, by loader and name
+	lifeCh     chan struct{}    // closed and replaced when one arrives
 }
 
 func (s *tab) event(ev any) {
@@ -50,10 +51,35 @@ func (s *tab) event(ev any) {
 		delete(s.inflight, e.RequestID)
 	case *network.EventLoadingFailed:
 		delete(s.inflight, e.RequestID)
+	case *page.EventLifecycleEvent:
+		if e.FrameID == s.mainFrame {
+			s.life[string(e.LoaderID)+"/"+e.Name] = true
+			close(s.lifeCh)
+			s.lifeCh = make(chan struct{})
+		}
+		return
 	default:
 		return
 	}
 	s.lastChange = time.Now()
+}
+
+// waitLifecycle waits for the main frame's lifecycle event of that name
+// for the navigation of loader.
+func (s *tab) waitLifecycle(ctx context.Context, loader cdp.LoaderID, name string) error {
+	for {
+		s.mu.Lock()
+		seen, ch := s.life[string(loader)+"/"+name], s.lifeCh
+		s.mu.Unlock()
+		if seen {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
 }
 
 // quiet reports whether no request is in flight and none started or ended
@@ -66,11 +92,12 @@ func (s *tab) quiet(d time.Duration) bool {
 
 // render runs one screenshot on the browser c in a fresh browser context.
 func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*screenshot.Image, error) {
-	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(), blocked: map[string]int{}}
+	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(), blocked: map[string]int{},
+		life: map[string]bool{}, lifeCh: make(chan struct{})}
 	var contextOpts []chromedp.CreateBrowserContextOption
 	closeProxy := func() {}
 	if p.cfg.Outbound != nil {
-		targetHost := hostname(o.URL)
+		targetHost := o.Host()
 		proxyURL, closeFn, err := p.cfg.Outbound.Open(func(host string, err error) {
 			if p.cfg.OnBlocked != nil {
 				p.cfg.OnBlocked("outbound_policy")
@@ -156,39 +183,38 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		return nil, fmt.Errorf("set up page: %w", err)
 	}
 
-	nctx, ncancel := context.WithTimeout(rctx, p.cfg.LoadTimeout)
-	err = chromedp.Do(nctx, chromedp.Navigate(o.URL))
-	ncancel()
-	if err != nil {
-		if cause := context.Cause(rctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			err = fmt.Errorf("%w: %w", cause, err)
-		} else if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, &screenshot.Error{Code: screenshot.ETIMEOUT, Message: fmt.Sprintf("the page did not finish loading within %s", p.cfg.LoadTimeout), Err: err}
+	for _, step := range p.steps(o, st) {
+		if err := chromedp.Do(rctx, chromedp.Func(step.run)); err != nil {
+			return nil, p.stepFailed(ctx, rctx, st, step.name, err)
 		}
-		if blocked := st.mainBlocked(); blocked != nil {
-			return nil, blocked
-		}
-		return nil, fmt.Errorf("navigate: %w", err)
 	}
-	p.waitIdle(rctx, st)
-
-	data, err := chromedp.Run(rctx, capture(o))
+	out, err := chromedp.Run(rctx, output(o))
 	if err != nil {
-		// A refused navigation can take the page away under the capture.
-		if blocked := st.mainBlocked(); blocked != nil {
-			return nil, blocked
-		}
-		if cause := context.Cause(rctx); errors.Is(cause, errCrashed) {
-			err = fmt.Errorf("%w: %w", cause, err)
-		}
-		return nil, err
+		return nil, p.stepFailed(ctx, rctx, st, "capture", err)
 	}
 	// A navigation that was refused after the load (a script or a meta
 	// refresh) leaves an error page: that is not the page that was asked for.
 	if blocked := st.mainBlocked(); blocked != nil {
 		return nil, blocked
 	}
-	return &screenshot.Image{Data: data, Format: o.Format}, nil
+	return &screenshot.Image{Data: out.data, Format: o.Format, Truncated: out.truncated}, nil
+}
+
+// stepFailed explains why a step of the render failed: a refused main-frame
+// navigation (which can also take the page away under a later step), a
+// crash, or the step's own error.
+func (p *Pool) stepFailed(ctx, rctx context.Context, st *tab, name string, err error) error {
+	if blocked := st.mainBlocked(); blocked != nil {
+		return blocked
+	}
+	var se *screenshot.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if cause := context.Cause(rctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return fmt.Errorf("%s: %w: %w", name, cause, err)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // setup returns the actions that prepare the tab before navigation.
@@ -213,10 +239,28 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 			Mobile: o.IsMobile, ScreenOrientation: orientation,
 		}),
 		call(emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: ua}),
-		call(emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{
+		call(emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: mediaType(o), Features: []*emulation.MediaFeature{
 			{Name: "prefers-color-scheme", Value: o.ColorScheme},
 			{Name: "prefers-reduced-motion", Value: o.ReducedMotion},
 		}}),
+	}
+	if o.TimeZone != "" {
+		steps = append(steps, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, t, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: o.TimeZone}); err != nil {
+				// The parser knows the IANA names; a browser whose ICU is
+				// older may not know a new one.
+				return &screenshot.Error{Code: screenshot.EINVALID, Err: err,
+					Message: fmt.Sprintf("parameter time_zone: the browser does not know the time zone %q", o.TimeZone)}
+			}
+			return nil
+		}))
+	}
+	if o.OmitBackground {
+		// By hand: the protocol type omits an alpha of 0, which means 1.
+		steps = append(steps, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			return t.Call(ctx, emulation.CommandSetDefaultBackgroundColorOverride,
+				map[string]any{"color": map[string]any{"r": 0, "g": 0, "b": 0, "a": 0}}, nil)
+		}))
 	}
 	if o.HasTouch {
 		steps = append(steps, call(emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 5}))
@@ -237,17 +281,43 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 	if intercept {
 		steps = append(steps, call(fetch.Enable, fetch.EnableParams{}))
 	}
-	if len(content) > 0 {
-		if css := p.cfg.Content.CSS(content, hostname(o.URL)); css != "" {
-			// An isolated world's script adopts a constructed stylesheet in
-			// every document before it is parsed: through the DevTools
-			// protocol, so the page's Content-Security-Policy does not apply.
-			src, _ := json.Marshal(css)
-			steps = append(steps, call(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-				Source: fmt.Sprintf(hideScript, src), WorldName: "shutter"}))
-		}
+	if css := p.stylesheet(o, content); css != "" {
+		// An isolated world's script adopts a constructed stylesheet in
+		// every document before it is parsed: through the DevTools
+		// protocol, so the page's Content-Security-Policy does not apply.
+		src, _ := json.Marshal(css)
+		steps = append(steps, call(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: fmt.Sprintf(hideScript, src), WorldName: "shutter"}))
 	}
 	return steps
+}
+
+// stylesheet is the CSS that every document of the render adopts: the
+// content filters' hiding rules, hide_selectors and the client's styles.
+func (p *Pool) stylesheet(o *screenshot.Options, content []string) string {
+	var b strings.Builder
+	if len(content) > 0 {
+		b.WriteString(p.cfg.Content.CSS(content, o.Host()))
+	}
+	// One rule per selector: an invalid one drops only its own rule.
+	for _, sel := range o.HideSelectors {
+		b.WriteString("\n" + sel + " { display: none !important; }")
+	}
+	if o.Styles != "" {
+		b.WriteString("\n" + o.Styles)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// mediaType is the emulated CSS media type; "" leaves the browser's own.
+func mediaType(o *screenshot.Options) string {
+	switch {
+	case o.MediaType == "print":
+		return "print"
+	case o.Format == screenshot.PDF:
+		return "screen" // printing uses print unless screen is asked for
+	}
+	return ""
 }
 
 // hideScript adopts the filter stylesheet, and adopts it again if the page
@@ -411,67 +481,5 @@ func (p *Pool) waitIdle(ctx context.Context, st *tab) {
 			return
 		case <-tick.C:
 		}
-	}
-}
-
-// MaxCaptureSide bounds an element capture: larger images exceed what the
-// compositor can produce in one piece and what a client wants in an <img>.
-const MaxCaptureSide = 16384
-
-// box is an element's border box in CSS pixels of the document.
-type box struct {
-	X, Y, W, H float64
-	Err        string
-}
-
-// boxScript finds the element and returns its box relative to the document,
-// or null; a selector that does not parse gives Err.
-const boxScript = `(function(sel){
-	let el;
-	try { el = document.querySelector(sel); } catch (e) { return {Err: String(e.message)}; }
-	if (!el) return {Err: "none"};
-	const r = el.getBoundingClientRect();
-	return {X: r.left + window.scrollX, Y: r.top + window.scrollY, W: r.width, H: r.height};
-})(%s)`
-
-// capture takes the screenshot: the viewport, or the selector's element.
-func capture(o *screenshot.Options) chromedp.Action[[]byte] {
-	return func(ctx context.Context, t *chromedp.Target) ([]byte, error) {
-		params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormat(o.Format)}
-		if o.Format != screenshot.PNG {
-			q := int64(o.Quality)
-			params.Quality = &q
-		}
-		if o.Selector != "" {
-			sel, _ := json.Marshal(o.Selector)
-			b, err := chromedp.Evaluate[box](fmt.Sprintf(boxScript, sel))(ctx, t)
-			if err != nil {
-				return nil, fmt.Errorf("find selector: %w", err)
-			}
-			switch {
-			case b.Err == "none":
-				return nil, screenshot.Errorf(screenshot.EUNPROCESSABLE, "selector %q matched no element on the page", o.Selector)
-			case b.Err != "":
-				return nil, screenshot.Errorf(screenshot.EINVALID, "parameter selector is not a valid CSS selector: %s", b.Err)
-			case b.W < 1 || b.H < 1:
-				return nil, screenshot.Errorf(screenshot.EUNPROCESSABLE, "selector %q matched an element with no visible size", o.Selector)
-			}
-			// Whole device pixels, so the image is exactly the element's box.
-			x, y := math.Floor(b.X), math.Floor(b.Y)
-			w, h := math.Ceil(b.X+b.W)-x, math.Ceil(b.Y+b.H)-y
-			if dsf := max(o.DeviceScaleFactor, 1); w*dsf > MaxCaptureSide || h*dsf > MaxCaptureSide {
-				return nil, screenshot.Errorf(screenshot.EUNPROCESSABLE,
-					"selector %q matched an element of %.0f×%.0f CSS pixels; an image may be at most %d device pixels on a side",
-					o.Selector, w, h, MaxCaptureSide)
-			}
-			params.Clip = &page.Viewport{X: x, Y: y, Width: w, Height: h, Scale: 1}
-			beyond := true
-			params.CaptureBeyondViewport = &beyond
-		}
-		res, err := cdp.Call(ctx, t, page.CaptureScreenshot, params)
-		if err != nil {
-			return nil, fmt.Errorf("capture: %w", err)
-		}
-		return res.Data, nil
 	}
 }

@@ -30,6 +30,7 @@ type fileHeader struct {
 	Format  screenshot.Format `json:"f"`
 	ETag    string            `json:"e"`
 	Expires int64             `json:"x"` // unix nanoseconds
+	Cut     bool              `json:"t,omitempty"`
 }
 
 // OpenCache uses dir (created when missing).
@@ -71,7 +72,7 @@ func (c *DirCache) Get(ctx context.Context, id string) (*screenshot.CacheEntry, 
 		os.Remove(p)
 		return nil, screenshot.Errorf(screenshot.ENOTFOUND, "expired")
 	}
-	return &screenshot.CacheEntry{Data: data, Format: h.Format, ETag: h.ETag, Expires: exp}, nil
+	return &screenshot.CacheEntry{Data: data, Format: h.Format, ETag: h.ETag, Expires: exp, Truncated: h.Cut}, nil
 }
 
 // Put writes an entry.
@@ -83,7 +84,7 @@ func (c *DirCache) Put(ctx context.Context, id string, e *screenshot.CacheEntry)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("cache write: %w", err)
 	}
-	head, _ := json.Marshal(fileHeader{Format: e.Format, ETag: e.ETag, Expires: e.Expires.UnixNano()})
+	head, _ := json.Marshal(fileHeader{Format: e.Format, ETag: e.ETag, Expires: e.Expires.UnixNano(), Cut: e.Truncated})
 	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("cache write: %w", err)

@@ -9,11 +9,15 @@ import (
 	"time"
 )
 
-// Statuses of a check.
+// Statuses of a check. A check reports exactly pass or fail (clients
+// validate the value strictly). Impaired is what a check returns for a
+// component that works but not fully (some browsers down, little disk
+// left): it is reported as pass, with the reason in error, and makes the
+// report degraded.
 const (
-	Pass = "pass"
-	Warn = "warn"
-	Fail = "fail"
+	Pass     = "pass"
+	Fail     = "fail"
+	Impaired = "impaired"
 )
 
 // Statuses of the report.
@@ -30,10 +34,11 @@ type Result struct {
 	Duration float64        `json:"duration"` // milliseconds
 	Details  map[string]any `json:"details,omitempty"`
 	Error    string         `json:"error,omitempty"`
+	impaired bool
 }
 
-// Check is one component check. A returned error makes it fail (or warn,
-// when the check is not critical); details are reported either way.
+// Check is one component check. A returned error makes it fail unless the
+// status is Impaired; details are reported either way.
 type Check struct {
 	Name string
 	// Critical checks make the service unhealthy when they fail; the others
@@ -78,7 +83,7 @@ func (c *Checker) Run(ctx context.Context) Report {
 		switch {
 		case r.Status == Fail && c.Checks[i].Critical:
 			status = Unhealthy
-		case r.Status != Pass && status == Healthy:
+		case (r.Status != Pass || r.impaired) && status == Healthy:
 			status = Degraded
 		}
 	}
@@ -122,7 +127,8 @@ func runOne(ctx context.Context, ch Check, timeout time.Duration) Result {
 			r.Status = Fail
 		}
 	}
-	if r.Status == "" {
+	if r.Status == "" || r.Status == Impaired {
+		r.impaired = r.Status == Impaired
 		r.Status = Pass
 	}
 	return r

@@ -24,10 +24,10 @@ func TestStatus(t *testing.T) {
 		want   string
 	}{
 		{"all pass", []Check{check("database", true, Pass, nil, 0), check("s3", false, Pass, nil, 0)}, Healthy},
-		{"warn", []Check{check("database", true, Pass, nil, 0), check("storage", false, Warn, nil, 0)}, Degraded},
+		{"impaired", []Check{check("database", true, Pass, nil, 0), check("storage", false, Impaired, nil, 0)}, Degraded},
 		{"non-critical fails", []Check{check("database", true, Pass, nil, 0), check("s3", false, "", boom, 0)}, Degraded},
 		{"critical fails", []Check{check("database", true, "", boom, 0), check("s3", false, Pass, nil, 0)}, Unhealthy},
-		{"critical warns", []Check{check("browser", true, Warn, boom, 0)}, Degraded},
+		{"critical impaired", []Check{check("browser", true, Impaired, boom, 0)}, Degraded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Checker{Checks: tc.checks, Version: "v1", Started: time.Now().Add(-time.Minute)}
@@ -41,6 +41,9 @@ func TestStatus(t *testing.T) {
 			for i, res := range r.Checks {
 				if res.Name != tc.checks[i].Name {
 					t.Errorf("order: %s at %d", res.Name, i)
+				}
+				if res.Status != Pass && res.Status != Fail {
+					t.Errorf("%s: status %q, want pass or fail", res.Name, res.Status)
 				}
 				if res.Status == Fail && res.Error == "" {
 					t.Errorf("%s failed without an error", res.Name)

@@ -76,7 +76,8 @@ func (s *Server) fill(ctx context.Context, id string, key *screenshot.Key, limit
 	if err != nil {
 		return filled{}, err
 	}
-	e := &screenshot.CacheEntry{Data: img.Data, Format: img.Format, ETag: screenshot.ETagOf(img.Data), Expires: time.Now().Add(o.CacheTTL)}
+	e := &screenshot.CacheEntry{Data: img.Data, Format: img.Format, ETag: screenshot.ETagOf(img.Data), Expires: time.Now().Add(o.CacheTTL),
+		Truncated: img.Truncated}
 	if err := s.Cache.Put(ctx, id, e); err != nil {
 		s.count(func(m *metrics.Metrics) { m.CacheRequests.WithLabelValues("error").Inc() })
 		s.log.WarnContext(ctx, "cache store failed; served uncached", "request_id", RequestID(ctx), "err", err)
@@ -136,7 +137,7 @@ func (s *Server) writeCached(w http.ResponseWriter, r *http.Request, e *screensh
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	writeImage(w, &screenshot.Image{Data: e.Data, Format: e.Format}, remaining)
+	writeImage(w, &screenshot.Image{Data: e.Data, Format: e.Format, Truncated: e.Truncated}, remaining)
 	return nil
 }
 

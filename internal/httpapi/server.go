@@ -303,6 +303,9 @@ func writeImage(w http.ResponseWriter, img *screenshot.Image, maxAge time.Durati
 	h.Set("Content-Type", img.Format.ContentType())
 	h.Set("Content-Length", strconv.Itoa(len(img.Data)))
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(maxAge/time.Second)))
+	if img.Truncated {
+		h.Set("X-Screenshot-Truncated", "true")
+	}
 	w.WriteHeader(http.StatusOK)
 	w.Write(img.Data)
 }

@@ -54,27 +54,29 @@ func build(params []screenshot.Param) obj {
 						"schema": obj{"type": "string"}}),
 				"responses": obj{
 					"200": obj{
-						"description": "The image, in the requested format. Cached answers (is_cached=true) add ETag and X-Cache, and max-age is the entry's remaining lifetime.",
+						"description": "The image (or, with format=pdf, the PDF) in the requested format. Cached answers (is_cached=true) add ETag and X-Cache, and max-age is the entry's remaining lifetime.",
 						"headers": obj{
-							"Content-Length":        ref("headers", "Content-Length"),
-							"Cache-Control":         ref("headers", "Cache-Control"),
-							"X-Request-Id":          ref("headers", "X-Request-Id"),
-							"X-RateLimit-Limit":     ref("headers", "X-RateLimit-Limit"),
-							"X-RateLimit-Remaining": ref("headers", "X-RateLimit-Remaining"),
-							"X-RateLimit-Reset":     ref("headers", "X-RateLimit-Reset"),
-							"ETag":                  ref("headers", "ETag"),
-							"X-Cache":               ref("headers", "X-Cache"),
+							"Content-Length":         ref("headers", "Content-Length"),
+							"Cache-Control":          ref("headers", "Cache-Control"),
+							"X-Request-Id":           ref("headers", "X-Request-Id"),
+							"X-RateLimit-Limit":      ref("headers", "X-RateLimit-Limit"),
+							"X-RateLimit-Remaining":  ref("headers", "X-RateLimit-Remaining"),
+							"X-RateLimit-Reset":      ref("headers", "X-RateLimit-Reset"),
+							"ETag":                   ref("headers", "ETag"),
+							"X-Cache":                ref("headers", "X-Cache"),
+							"X-Screenshot-Truncated": ref("headers", "X-Screenshot-Truncated"),
 						},
-						"content": obj{"image/jpeg": obj{"schema": image}, "image/png": obj{"schema": image}, "image/webp": obj{"schema": image}},
+						"content": obj{"image/jpeg": obj{"schema": image}, "image/png": obj{"schema": image}, "image/webp": obj{"schema": image},
+							"application/pdf": obj{"schema": obj{"type": "string", "contentMediaType": "application/pdf"}}},
 					},
 					"304": obj{
 						"description": "Not modified: If-None-Match named the cached entry's ETag (is_cached=true only). No body.",
 						"headers": obj{"ETag": ref("headers", "ETag"), "X-Cache": ref("headers", "X-Cache"),
 							"Cache-Control": ref("headers", "Cache-Control"), "X-Request-Id": ref("headers", "X-Request-Id")},
 					},
-					"400": errResp("Invalid, unknown or repeated parameter; missing api_key or url; a target whose address is not public."),
+					"400": errResp("Invalid or unknown parameter; a parameter that is not a list given twice; parameters that may not go together (clip and selector, omit_background with jpeg, …); missing api_key or url; a target whose address is not public."),
 					"403": errResp("Invalid, unknown or revoked API key; a target outside the key's allowed domains; the monthly quota is exhausted.", rateHeaders...),
-					"422": errResp("The selector matched no element, or one without a visible size.", rateHeaders...),
+					"422": errResp("selector or click matched no element, or one without a visible size; wait_for_selector saw no visible match within the time limit; scripts threw.", rateHeaders...),
 					"429": errResp("The key's rate limit is exceeded.", append(rateHeaders, "Retry-After")...),
 					"500": errResp("Internal error; the message is generic, the request id finds the detail in the log."),
 					"502": errResp("The target could not be reached (DNS, connection refused, TLS) or crashed the renderer.", rateHeaders...),
@@ -125,14 +127,17 @@ func build(params []screenshot.Param) obj {
 				"X-RateLimit-Reset":     header("End of the current window, Unix seconds.", obj{"type": "integer"}),
 				"ETag":                  header("Entity tag of a cached image.", obj{"type": "string"}),
 				"X-Cache":               header("HIT when the image came from the cache, MISS when it was rendered for this request.", obj{"type": "string", "enum": []string{"HIT", "MISS"}}),
+				"X-Screenshot-Truncated": header("true when a full_page capture was cut at full_page_max_height (or at 16384 device pixels); absent otherwise.",
+					obj{"type": "string", "enum": []string{"true"}}),
 			},
 			"schemas": obj{
 				"Error": obj{"type": "object", "required": []string{"error", "requestId"}, "additionalProperties": false,
 					"properties": obj{"error": obj{"type": "string"}, "requestId": obj{"type": "string"}}},
 				"CheckResult": obj{"type": "object", "required": []string{"name", "status", "duration"},
 					"properties": obj{
-						"name":     obj{"type": "string", "enum": []string{"database", "storage", "queue", "s3", "browser", "redis"}},
-						"status":   obj{"type": "string", "enum": []string{"pass", "warn", "fail"}},
+						"name": obj{"type": "string", "enum": []string{"database", "storage", "queue", "s3", "browser", "redis"}},
+						"status": obj{"type": "string", "enum": []string{"pass", "fail"},
+							"description": "pass: the component works (when it works only in part, error says how and the report is degraded); fail: it does not."},
 						"duration": obj{"type": "number", "description": "milliseconds"},
 						"details":  obj{"type": "object"},
 						"error":    obj{"type": "string"},
@@ -203,6 +208,9 @@ func parameter(p screenshot.Param) obj {
 	}
 	if p.Kind == screenshot.KindArray {
 		o["style"], o["explode"] = "form", false
+	}
+	if p.List {
+		o["description"] = p.Description + " The parameter may also be repeated; its values are joined."
 	}
 	if p.Example != "" {
 		o["example"] = p.Example

@@ -133,7 +133,18 @@ func TestValidatorAgreesAtTheEdges(t *testing.T) {
 			}
 		}
 		for _, val := range values {
-			q := url.Values{"api_key": {"k"}, "url": {"https://example.com"}, p.Name: {val}}
+			q := url.Values{"api_key": {"k"}, "url": {"https://example.com"}}
+			// Rules that tie parameters together are in the descriptions,
+			// not in the schema: give each parameter the company it needs.
+			for _, c := range []string{"clip_x", "clip_y", "clip_width", "clip_height"} {
+				if strings.HasPrefix(p.Name, "clip_") && c != p.Name {
+					q.Set(c, "10")
+				}
+			}
+			if p.Name == "omit_background" {
+				q.Set("format", "png")
+			}
+			q.Set(p.Name, val)
 			_, _, perr := parser.Parse(q)
 			req, _ := http.NewRequest(http.MethodGet, "/v1/screenshots/take?"+q.Encode(), nil)
 			ok, verrs := v.ValidateHttpRequest(req)

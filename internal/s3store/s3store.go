@@ -149,7 +149,8 @@ func (s *Store) Get(ctx context.Context, id string) (*screenshot.CacheEntry, err
 	if screenshot.ETagOf(data) != etag {
 		return nil, screenshot.Errorf(screenshot.ENOTFOUND, "damaged cache entry")
 	}
-	return &screenshot.CacheEntry{Data: data, Format: screenshot.Format(meta(info.UserMetadata, "Format")), ETag: etag, Expires: exp}, nil
+	return &screenshot.CacheEntry{Data: data, Format: screenshot.Format(meta(info.UserMetadata, "Format")), ETag: etag, Expires: exp,
+		Truncated: meta(info.UserMetadata, "Truncated") == "true"}, nil
 }
 
 // Put stores an entry. S3 makes an object visible only once it is complete.
@@ -160,6 +161,7 @@ func (s *Store) Put(ctx context.Context, id string, e *screenshot.CacheEntry) er
 			"Expires-At": strconv.FormatInt(e.Expires.UnixMilli(), 10),
 			"Format":     string(e.Format),
 			"Etag":       e.ETag,
+			"Truncated":  strconv.FormatBool(e.Truncated),
 		},
 	})
 	if err != nil {

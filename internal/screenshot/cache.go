@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +18,8 @@ type CacheEntry struct {
 	Format  Format
 	ETag    string // quoted, as sent in the header
 	Expires time.Time
+	// Truncated is the image's Truncated.
+	Truncated bool
 }
 
 // Cache stores screenshots by identity. Get returns an ENOTFOUND error for
@@ -31,61 +35,57 @@ func ETagOf(data []byte) string {
 	return `"` + hex.EncodeToString(h[:16]) + `"`
 }
 
-// identity is the normalised form of everything that decides the pixels.
-type identity struct {
-	Owner          string   `json:"o"`
-	CacheKey       string   `json:"ck"`
-	URL            string   `json:"u"`
-	Width          int      `json:"w"`
-	Height         int      `json:"h"`
-	Scale          float64  `json:"s"`
-	Mobile         bool     `json:"m"`
-	Landscape      bool     `json:"l"`
-	Touch          bool     `json:"t"`
-	UserAgent      string   `json:"ua"`
-	Format         Format   `json:"f"`
-	Quality        int      `json:"q"`
-	Selector       string   `json:"sel"`
-	Ads            bool     `json:"ba"`
-	Banners        bool     `json:"bc"`
-	Trackers       bool     `json:"bt"`
-	BlockRequests  []string `json:"br"`
-	BlockResources []string `json:"bres"`
-	ColorScheme    string   `json:"cs"`
-	ReducedMotion  string   `json:"rm"`
-	Headers        []string `json:"hd"`
-	Cookies        []string `json:"ck2"`
-	BypassCSP      bool     `json:"csp"`
-}
-
 // CacheID is the identity of a cached screenshot: a hash of the normalised
 // options, the cache_key and the owner (the API key), so that the order of
 // parameters, spelled-out defaults and settings that cannot change the image
-// do not matter, and one key never receives another's image. cache_ttl and
-// is_cached are not part of it.
+// do not matter, and one key never receives another's image. The fields and
+// their names come from the `cache` tags of Options; cache_ttl and is_cached
+// are not part of it.
 func CacheID(o *Options, owner string) string {
-	id := identity{
-		Owner: owner, CacheKey: o.CacheKey, URL: o.URL, Width: o.Width, Height: o.Height, Scale: o.DeviceScaleFactor,
-		Mobile: o.IsMobile, Landscape: o.IsMobile && o.IsLandscape, Touch: o.HasTouch, UserAgent: o.UserAgent,
-		Format: o.Format, Quality: o.Quality, Selector: o.Selector,
-		Ads: o.BlockAds, Banners: o.BlockCookieBanners, Trackers: o.BlockTrackers,
-		BlockRequests: sortedCopy(o.BlockRequests), BlockResources: sortedCopy(o.BlockResources),
-		ColorScheme: o.ColorScheme, ReducedMotion: o.ReducedMotion, BypassCSP: o.BypassCSP,
+	n := o.normalized()
+	id := map[string]any{"owner": owner}
+	v := reflect.ValueOf(&n).Elem()
+	for i, f := range reflect.VisibleFields(v.Type()) {
+		name := f.Tag.Get("cache")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			// Unreachable while TestEveryOptionInCacheIdentity passes; a
+			// field without a tag still counts, under its Go name.
+			name = f.Name
+		}
+		id[name] = identityValue(v.Field(i).Interface())
 	}
-	if o.Format == PNG {
-		id.Quality = 0 // png ignores quality
-	}
-	for _, h := range o.Headers {
-		id.Headers = append(id.Headers, strings.ToLower(h.Name)+":"+h.Value)
-	}
-	slices.Sort(id.Headers)
-	for _, c := range o.Cookies {
-		id.Cookies = append(id.Cookies, c.String())
-	}
-	slices.Sort(id.Cookies)
-	buf, _ := json.Marshal(id)
+	buf, _ := json.Marshal(id) // map keys are sorted: a stable encoding
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:])
+}
+
+// identityValue is the order-independent form of a field's value.
+func identityValue(x any) any {
+	switch x := x.(type) {
+	case []string:
+		return sortedCopy(x)
+	case []Header:
+		out := make([]string, 0, len(x))
+		for _, h := range x {
+			out = append(out, strings.ToLower(h.Name)+":"+h.Value)
+		}
+		slices.Sort(out)
+		return out
+	case []*http.Cookie:
+		out := make([]string, 0, len(x))
+		for _, c := range x {
+			out = append(out, c.String())
+		}
+		slices.Sort(out)
+		return out
+	case time.Duration:
+		return int64(x)
+	default:
+		return x
+	}
 }
 
 func sortedCopy(s []string) []string {

@@ -38,6 +38,7 @@ func applyURL(o *Options, v value) error {
 		return err
 	}
 	o.URL = u.String()
+	o.Target = u
 	return nil
 }
 

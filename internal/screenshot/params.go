@@ -35,6 +35,12 @@ type Param struct {
 	MaxLength        int      // strings, in characters; 0 means no limit
 	Enum             []string // allowed strings, or allowed array items
 	Example          string
+	// Group is the heading the parameter stands under in the README and
+	// the dashboard.
+	Group string
+	// List parameters hold several items (lines, or comma-separated for
+	// arrays) and may also be repeated: name=a&name=b is name=a\nb.
+	List bool
 
 	apply func(o *Options, v value) error
 }
@@ -70,7 +76,26 @@ const (
 	MaxUserAgent     = 1024
 	MaxCacheKey      = 256
 	MaxBlockRequests = 4096
+	// MaxCaptureSide bounds every image side in device pixels: larger
+	// images exceed what the compositor produces in one piece and what a
+	// client wants in an <img>.
+	MaxCaptureSide   = 16384
+	MaxClipOffset    = 100000
+	MaxScript        = 16384
+	MaxStyles        = 16384
+	MaxHideSelectors = 4096
+	MaxScrollMillis  = 10000
+	MaxDelaySeconds  = 10
+	MinImageSide     = 10
 )
+
+// PaperFormats are the values of pdf_paper_format, with their size in
+// inches (width, height in portrait).
+var PaperFormats = map[string][2]float64{
+	"letter": {8.5, 11}, "legal": {8.5, 14}, "tabloid": {11, 17}, "ledger": {17, 11},
+	"a0": {33.1, 46.8}, "a1": {23.4, 33.1}, "a2": {16.54, 23.4}, "a3": {11.7, 16.54},
+	"a4": {8.27, 11.7}, "a5": {5.83, 8.27}, "a6": {4.13, 5.83},
+}
 
 // ResourceTypes are the values of block_resources.
 var ResourceTypes = []string{
@@ -83,81 +108,153 @@ var ResourceTypes = []string{
 // the specification.
 func Params(l Limits) []Param {
 	return []Param{
-		{Name: "api_key", Kind: KindString, Required: true, MaxLength: 256,
+		{Name: "api_key", Kind: KindString, Group: "required", Required: true, MaxLength: 256,
 			Description: "API key. Missing: 400; unknown, revoked or malformed: 403.",
 			Example:     "ss_live_…"},
-		{Name: "url", Kind: KindString, Required: true, MaxLength: MaxURLLength,
+		{Name: "url", Kind: KindString, Group: "required", Required: true, MaxLength: MaxURLLength,
 			Description: "Page to capture: an absolute http:// or https:// URL without user information.",
 			Example:     "https://example.com", apply: applyURL},
-		{Name: "width", Kind: KindInteger, Default: l.DefaultWidth, HasRange: true,
+		{Name: "width", Kind: KindInteger, Group: "viewport", Default: l.DefaultWidth, HasRange: true,
 			Minimum: MinWidth, Maximum: float64(l.MaxWidth),
 			Description: "Viewport width in CSS pixels.",
 			apply:       func(o *Options, v value) error { o.Width = v.i; return nil }},
-		{Name: "height", Kind: KindInteger, Default: l.DefaultHeight, HasRange: true,
+		{Name: "height", Kind: KindInteger, Group: "viewport", Default: l.DefaultHeight, HasRange: true,
 			Minimum: MinHeight, Maximum: float64(l.MaxHeight),
 			Description: "Viewport height in CSS pixels.",
 			apply:       func(o *Options, v value) error { o.Height = v.i; return nil }},
-		{Name: "is_mobile", Kind: KindBoolean, Default: false,
+		{Name: "is_mobile", Kind: KindBoolean, Group: "viewport", Default: false,
 			Description: "Emulate a mobile device: mobile viewport and, unless user_agent is given, a mobile user agent.",
 			apply:       func(o *Options, v value) error { o.IsMobile = v.b; return nil }},
-		{Name: "is_landscape", Kind: KindBoolean, Default: false,
+		{Name: "is_landscape", Kind: KindBoolean, Group: "viewport", Default: false,
 			Description: "Landscape screen orientation; takes effect with is_mobile=true.",
 			apply:       func(o *Options, v value) error { o.IsLandscape = v.b; return nil }},
-		{Name: "has_touch", Kind: KindBoolean, Default: false,
+		{Name: "has_touch", Kind: KindBoolean, Group: "viewport", Default: false,
 			Description: "Emulate touch input.",
 			apply:       func(o *Options, v value) error { o.HasTouch = v.b; return nil }},
-		{Name: "device_scale_factor", Kind: KindNumber, Default: 1.0, HasRange: true, Minimum: 0.5, Maximum: 3,
+		{Name: "device_scale_factor", Kind: KindNumber, Group: "viewport", Default: 1.0, HasRange: true, Minimum: 0.5, Maximum: 3,
 			Description: "Device pixel ratio. The image is width×factor by height×factor pixels.",
 			apply:       func(o *Options, v value) error { o.DeviceScaleFactor = v.f; return nil }},
-		{Name: "user_agent", Kind: KindString, MaxLength: MaxUserAgent,
+		{Name: "user_agent", Kind: KindString, Group: "viewport", MaxLength: MaxUserAgent,
 			Description: "User-Agent override.",
 			apply:       applyUserAgent},
-		{Name: "format", Kind: KindString, Default: string(JPEG), Enum: []string{"jpeg", "png", "webp"},
-			Description: "Image format.",
+		{Name: "format", Kind: KindString, Group: "capture", Default: string(JPEG), Enum: []string{"jpeg", "png", "webp", "pdf"},
+			Description: "Output format: an image (jpeg, png, webp) or the page printed to PDF (application/pdf).",
 			apply:       func(o *Options, v value) error { o.Format = Format(v.s); return nil }},
-		{Name: "quality", Kind: KindInteger, Default: 80, HasRange: true, Minimum: 20, Maximum: 100,
+		{Name: "quality", Kind: KindInteger, Group: "capture", Default: 80, HasRange: true, Minimum: 20, Maximum: 100,
 			Description: "Compression quality for jpeg and webp; ignored for png.",
 			apply:       func(o *Options, v value) error { o.Quality = v.i; return nil }},
-		{Name: "selector", Kind: KindString, MaxLength: MaxSelector,
+		{Name: "selector", Kind: KindString, Group: "capture", MaxLength: MaxSelector,
 			Description: "CSS selector; the first matching element is captured instead of the viewport. No match: 422.",
 			apply:       func(o *Options, v value) error { o.Selector = v.s; return nil }},
-		{Name: "block_ads", Kind: KindBoolean, Default: false,
+		{Name: "full_page", Kind: KindBoolean, Default: false, Group: "capture",
+			Description: "Capture the whole scrollable page instead of the viewport: width×device_scale_factor wide, the document's height×device_scale_factor tall, at most full_page_max_height CSS pixels (cut there, with X-Screenshot-Truncated: true).",
+			apply:       func(o *Options, v value) error { o.FullPage = v.b; return nil }},
+		{Name: "full_page_scroll", Kind: KindBoolean, Default: true, Group: "capture",
+			Description: "With full_page=true: first scroll through the page step by step so that lazy images and IntersectionObserver content load, then return to the top. Ignored when full_page=false.",
+			apply:       func(o *Options, v value) error { o.FullPageScroll = v.b; return nil }},
+		{Name: "full_page_scroll_duration", Kind: KindInteger, Default: 400, HasRange: true, Minimum: 0, Maximum: MaxScrollMillis, Group: "capture",
+			Description: "Milliseconds the full_page_scroll takes. Ignored when full_page=false.",
+			apply: func(o *Options, v value) error {
+				o.FullPageScrollDuration = time.Duration(v.i) * time.Millisecond
+				return nil
+			}},
+		{Name: "full_page_max_height", Kind: KindInteger, Default: MaxCaptureSide, HasRange: true, Minimum: 100, Maximum: MaxCaptureSide, Group: "capture",
+			Description: "Most CSS pixels of a full_page capture; a longer page is cut there (never an error) and the response carries X-Screenshot-Truncated: true. The image is also cut at 16384 device pixels.",
+			apply:       func(o *Options, v value) error { o.FullPageMaxHeight = v.i; return nil }},
+		{Name: "clip_x", Kind: KindInteger, HasRange: true, Minimum: 0, Maximum: MaxClipOffset, Group: "capture",
+			Description: "Left edge of the rectangle to capture, CSS pixels from the document's left. clip_x, clip_y, clip_width and clip_height go together; exclusive with selector.",
+			apply:       func(o *Options, v value) error { o.clip().X = v.i; return nil }},
+		{Name: "clip_y", Kind: KindInteger, HasRange: true, Minimum: 0, Maximum: MaxClipOffset, Group: "capture",
+			Description: "Top edge of the rectangle to capture, CSS pixels from the document's top (also below the fold).",
+			apply:       func(o *Options, v value) error { o.clip().Y = v.i; return nil }},
+		{Name: "clip_width", Kind: KindInteger, HasRange: true, Minimum: 1, Maximum: MaxCaptureSide, Group: "capture",
+			Description: "Width of the rectangle to capture, CSS pixels.",
+			apply:       func(o *Options, v value) error { o.clip().Width = v.i; return nil }},
+		{Name: "clip_height", Kind: KindInteger, HasRange: true, Minimum: 1, Maximum: MaxCaptureSide, Group: "capture",
+			Description: "Height of the rectangle to capture, CSS pixels.",
+			apply:       func(o *Options, v value) error { o.clip().Height = v.i; return nil }},
+		{Name: "omit_background", Kind: KindBoolean, Default: false, Group: "capture",
+			Description: "Transparent background where the page paints none: png, webp and pdf; 400 with format=jpeg.",
+			apply:       func(o *Options, v value) error { o.OmitBackground = v.b; return nil }},
+		{Name: "image_width", Kind: KindInteger, HasRange: true, Minimum: MinImageSide, Maximum: float64(l.MaxWidth), Group: "capture",
+			Description: "Scale the output image to this width in pixels (a thumbnail), by the browser's own capture scaling. Alone, it keeps the aspect ratio; with image_height, the capture is first cropped from the right or the bottom to that ratio, never stretched. Not with format=pdf.",
+			apply:       func(o *Options, v value) error { o.ImageWidth = v.i; return nil }},
+		{Name: "image_height", Kind: KindInteger, HasRange: true, Minimum: MinImageSide, Maximum: float64(l.MaxHeight), Group: "capture",
+			Description: "Scale the output image to this height in pixels; see image_width.",
+			apply:       func(o *Options, v value) error { o.ImageHeight = v.i; return nil }},
+		{Name: "media_type", Kind: KindString, Enum: []string{"screen", "print"}, Group: "capture",
+			Description: "Emulated CSS media type: print applies the page's @media print rules. Default: screen for images, print for format=pdf.",
+			apply:       func(o *Options, v value) error { o.MediaType = v.s; return nil }},
+		{Name: "time_zone", Kind: KindString, MaxLength: 64, Group: "capture",
+			Description: "IANA time zone of the page (Date, Intl), e.g. Europe/Berlin. Unknown names: 400.",
+			Example:     "Europe/Berlin", apply: applyTimeZone},
+		{Name: "wait_until", Kind: KindString, Default: "load", Enum: []string{"load", "domcontentloaded", "networkidle0", "networkidle2"}, Group: "wait",
+			Description: "Navigation milestone to wait for: the load event (then a short quiet-network wait), DOMContentLoaded, no network connections for 500 ms (networkidle0), or at most 2 for 500 ms (networkidle2).",
+			apply:       func(o *Options, v value) error { o.WaitUntil = v.s; return nil }},
+		{Name: "wait_for_selector", Kind: KindString, MaxLength: MaxSelector, Group: "wait",
+			Description: "CSS selector: after load, wait until a matching element exists and is visible, within SCREENSHOT_TIMEOUT. Never appears: 422; invalid selector: 400.",
+			apply:       func(o *Options, v value) error { o.WaitForSelector = v.s; return nil }},
+		{Name: "delay", Kind: KindInteger, Default: 0, HasRange: true, Minimum: 0, Maximum: MaxDelaySeconds, Group: "wait",
+			Description: "Seconds to wait after everything else, just before the capture; counted inside SCREENSHOT_TIMEOUT.",
+			apply:       func(o *Options, v value) error { o.Delay = time.Duration(v.i) * time.Second; return nil }},
+		{Name: "click", Kind: KindString, MaxLength: MaxSelector, Group: "interact",
+			Description: "CSS selector: after load, click the first match (a real mouse click at its centre), then wait for the network to be quiet. No match: 422.",
+			apply:       func(o *Options, v value) error { o.Click = v.s; return nil }},
+		{Name: "hide_selectors", Kind: KindString, MaxLength: MaxHideSelectors, Group: "interact", List: true,
+			Description: "CSS selectors, one per line (or the parameter repeated): matching elements get display: none !important before the capture, through a stylesheet that the page's Content-Security-Policy cannot refuse. An invalid selector: 400.",
+			apply:       applyHideSelectors},
+		{Name: "styles", Kind: KindString, MaxLength: MaxStyles, Group: "interact",
+			Description: "CSS added to every document of the page, through the same CSP-proof stylesheet.",
+			apply:       func(o *Options, v value) error { o.Styles = v.s; return nil }},
+		{Name: "scripts", Kind: KindString, MaxLength: MaxScript, Group: "interact",
+			Description: "JavaScript run in the page after load (awaited when it returns a promise), within SCREENSHOT_TIMEOUT and under every outbound rule of the page. A script that throws: 422 with its message.",
+			apply:       func(o *Options, v value) error { o.Scripts = v.s; return nil }},
+		{Name: "pdf_paper_format", Kind: KindString, Default: "a4", Enum: paperNames(), Group: "pdf",
+			Description: "Paper size of format=pdf. Ignored for images.",
+			apply:       func(o *Options, v value) error { o.PDFPaperFormat = v.s; return nil }},
+		{Name: "pdf_landscape", Kind: KindBoolean, Default: false, Group: "pdf",
+			Description: "Landscape paper for format=pdf. Ignored for images.",
+			apply:       func(o *Options, v value) error { o.PDFLandscape = v.b; return nil }},
+		{Name: "pdf_print_background", Kind: KindBoolean, Default: true, Group: "pdf",
+			Description: "Print background colours and images in format=pdf. Ignored for images.",
+			apply:       func(o *Options, v value) error { o.PDFPrintBackground = v.b; return nil }},
+		{Name: "block_ads", Kind: KindBoolean, Group: "blocking", Default: false,
 			Description: "Block advertisements.",
 			apply:       func(o *Options, v value) error { o.BlockAds = v.b; return nil }},
-		{Name: "block_cookie_banners", Kind: KindBoolean, Default: false,
+		{Name: "block_cookie_banners", Kind: KindBoolean, Group: "blocking", Default: false,
 			Description: "Hide cookie consent banners.",
 			apply:       func(o *Options, v value) error { o.BlockCookieBanners = v.b; return nil }},
-		{Name: "block_trackers", Kind: KindBoolean, Default: false,
+		{Name: "block_trackers", Kind: KindBoolean, Group: "blocking", Default: false,
 			Description: "Block trackers.",
 			apply:       func(o *Options, v value) error { o.BlockTrackers = v.b; return nil }},
-		{Name: "block_requests", Kind: KindString, MaxLength: MaxBlockRequests,
+		{Name: "block_requests", Kind: KindString, Group: "blocking", MaxLength: MaxBlockRequests,
 			Description: "URL patterns to block, one per line; * matches any run of characters. A pattern without * matches URLs that contain it.",
-			apply:       applyBlockRequests},
-		{Name: "block_resources", Kind: KindArray, Enum: ResourceTypes,
+			List:        true, apply: applyBlockRequests},
+		{Name: "block_resources", Kind: KindArray, Group: "blocking", Enum: ResourceTypes, List: true,
 			Description: "Resource types to block, comma-separated.",
 			apply:       applyBlockResources},
-		{Name: "prefers_color_scheme", Kind: KindString, Default: "light", Enum: []string{"light", "dark"},
+		{Name: "prefers_color_scheme", Kind: KindString, Group: "viewport", Default: "light", Enum: []string{"light", "dark"},
 			Description: "Emulated prefers-color-scheme media feature.",
 			apply:       func(o *Options, v value) error { o.ColorScheme = v.s; return nil }},
-		{Name: "prefers_reduced_motion", Kind: KindString, Default: "no-preference", Enum: []string{"no-preference", "reduce"},
+		{Name: "prefers_reduced_motion", Kind: KindString, Group: "viewport", Default: "no-preference", Enum: []string{"no-preference", "reduce"},
 			Description: "Emulated prefers-reduced-motion media feature.",
 			apply:       func(o *Options, v value) error { o.ReducedMotion = v.s; return nil }},
-		{Name: "is_cached", Kind: KindBoolean, Default: false,
+		{Name: "is_cached", Kind: KindBoolean, Group: "cache", Default: false,
 			Description: "Serve from and store in the cache.",
 			apply:       func(o *Options, v value) error { o.Cached = v.b; return nil }},
-		{Name: "cache_ttl", Kind: KindInteger, Default: MinCacheTTL, HasRange: true, Minimum: MinCacheTTL, Maximum: MaxCacheTTL,
+		{Name: "cache_ttl", Kind: KindInteger, Group: "cache", Default: MinCacheTTL, HasRange: true, Minimum: MinCacheTTL, Maximum: MaxCacheTTL,
 			Description: "Seconds a cached screenshot lives; used with is_cached=true.",
 			apply:       func(o *Options, v value) error { o.CacheTTL = time.Duration(v.i) * time.Second; return nil }},
-		{Name: "cache_key", Kind: KindString, MaxLength: MaxCacheKey,
+		{Name: "cache_key", Kind: KindString, Group: "cache", MaxLength: MaxCacheKey,
 			Description: "Groups cached screenshots: the same options with another cache_key are another entry.",
 			apply:       func(o *Options, v value) error { o.CacheKey = v.s; return nil }},
-		{Name: "headers", Kind: KindString, MaxLength: MaxHeadersLength,
+		{Name: "headers", Kind: KindString, Group: "advanced", MaxLength: MaxHeadersLength,
 			Description: "Extra request headers, one `Name: Value` per line. Host, Content-Length and hop-by-hop headers are refused.",
-			apply:       applyHeaders},
-		{Name: "cookies", Kind: KindString, MaxLength: MaxCookiesLength,
+			List:        true, apply: applyHeaders},
+		{Name: "cookies", Kind: KindString, Group: "advanced", MaxLength: MaxCookiesLength,
 			Description: "Cookies in Set-Cookie syntax, one per line. Without Domain a cookie belongs to the target's host.",
-			apply:       applyCookies},
-		{Name: "bypass_csp", Kind: KindBoolean, Default: false,
+			List:        true, apply: applyCookies},
+		{Name: "bypass_csp", Kind: KindBoolean, Group: "advanced", Default: false,
 			Description: "Bypass the page's Content Security Policy; every use is logged.",
 			apply:       func(o *Options, v value) error { o.BypassCSP = v.b; return nil }},
 	}
@@ -167,11 +264,12 @@ func Params(l Limits) []Param {
 type Parser struct {
 	params []Param
 	byName map[string]*Param
+	limits Limits
 }
 
 // NewParser returns a parser for the limits.
 func NewParser(l Limits) *Parser {
-	p := &Parser{params: Params(l), byName: map[string]*Param{}}
+	p := &Parser{params: Params(l), byName: map[string]*Param{}, limits: l}
 	for i := range p.params {
 		p.byName[p.params[i].Name] = &p.params[i]
 	}
@@ -189,7 +287,7 @@ func (p *Parser) Parse(q url.Values) (*Options, string, error) {
 		if _, ok := p.byName[name]; !ok {
 			return nil, "", Errorf(EINVALID, "unknown parameter %q", clip(name, 64))
 		}
-		if len(q[name]) > 1 {
+		if len(q[name]) > 1 && !p.byName[name].List {
 			return nil, "", Errorf(EINVALID, "parameter %s is given more than once", name)
 		}
 	}
@@ -197,10 +295,8 @@ func (p *Parser) Parse(q url.Values) (*Options, string, error) {
 	var key string
 	for i := range p.params {
 		prm := &p.params[i]
-		raw, present := "", false
-		if vs := q[prm.Name]; len(vs) == 1 && vs[0] != "" {
-			raw, present = vs[0], true
-		}
+		raw := prm.join(q[prm.Name])
+		present := raw != ""
 		if !present {
 			if prm.Required {
 				return nil, "", Errorf(EINVALID, "parameter %s is required", prm.Name)
@@ -224,11 +320,35 @@ func (p *Parser) Parse(q url.Values) (*Options, string, error) {
 	}
 	for i := range o.Cookies {
 		if o.Cookies[i].Domain == "" {
-			u, _ := url.Parse(o.URL)
-			o.Cookies[i].Domain = u.Hostname()
+			o.Cookies[i].Domain = o.Host()
 		}
 	}
+	if err := checkRules(o, q, p.limits); err != nil {
+		return nil, "", err
+	}
 	return o, key, nil
+}
+
+// join gives the raw value of a parameter: the one value, or for a list
+// parameter every non-empty value joined as lines (or commas, for arrays).
+func (prm *Param) join(vs []string) string {
+	if len(vs) == 1 || !prm.List {
+		if len(vs) == 0 {
+			return ""
+		}
+		return vs[0]
+	}
+	sep := "\n"
+	if prm.Kind == KindArray {
+		sep = ","
+	}
+	var parts []string
+	for _, v := range vs {
+		if v != "" {
+			parts = append(parts, v)
+		}
+	}
+	return strings.Join(parts, sep)
 }
 
 func (prm *Param) decode(raw string) (value, error) {
