@@ -37,21 +37,38 @@ export VERSITYGW
 help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
+# Fonts that real pages need: CJK, Arabic, Indic, Thai (Noto) and colour
+# emoji; without them those scripts render as empty boxes.
+FONT_PACKAGES := fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji
+FONT_FILES := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf \
+	/usr/share/fonts/truetype/noto/NotoSansArabic-Regular.ttf
+
 .PHONY: deps
-deps: ## Install Chromium (Debian's chromium-headless-shell) when no browser is found.
-	@if [ -n "$${CHROME_PATH:-}" ] && [ -x "$${CHROME_PATH}" ]; then exit 0; fi; \
+deps: ## Install Chromium (Debian's chromium-headless-shell) when no browser is found, and the Noto fonts.
+	@found=; if [ -n "$${CHROME_PATH:-}" ] && [ -x "$${CHROME_PATH}" ]; then found=1; fi; \
 	for p in /usr/lib/chromium/chromium-headless-shell chromium-headless-shell chromium google-chrome; do \
-		if command -v $$p >/dev/null 2>&1; then exit 0; fi; \
+		if command -v $$p >/dev/null 2>&1; then found=1; fi; \
 	done; \
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo ">> installing chromium-headless-shell"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium-headless-shell fonts-dejavu-core >/dev/null; \
-	else \
-		echo "No Chromium found. Install one of:"; \
-		echo "  Debian/Ubuntu (as root): apt-get install -y --no-install-recommends chromium-headless-shell"; \
-		echo "  or set CHROME_PATH to a Chromium/Chrome binary, or BROWSER_URLS to running headless browsers."; \
-		exit 1; \
+	if [ -z "$$found" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo ">> installing chromium-headless-shell"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium-headless-shell fonts-dejavu-core >/dev/null; \
+		else \
+			echo "No Chromium found. Install one of:"; \
+			echo "  Debian/Ubuntu (as root): apt-get install -y --no-install-recommends chromium-headless-shell"; \
+			echo "  or set CHROME_PATH to a Chromium/Chrome binary, or BROWSER_URLS to running headless browsers."; \
+			exit 1; \
+		fi; \
 	fi
+	@for f in $(FONT_FILES); do \
+		if [ ! -e $$f ]; then \
+			if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+				echo ">> installing $(FONT_PACKAGES)"; \
+				(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(FONT_PACKAGES) >/dev/null; \
+			else echo "Without $(FONT_PACKAGES) CJK, Arabic and emoji render as boxes: apt-get install $(FONT_PACKAGES) (as root)"; fi; \
+			break; \
+		fi; \
+	done
 
 # apt installs Debian packages, as root, only when something is missing.
 APT_INSTALL = if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -60,8 +77,9 @@ APT_INSTALL = if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	else echo "Missing $(1): install with apt-get install $(1) (as root)"; exit 1; fi
 
 .PHONY: test-deps
-test-deps: deps $(VERSITYGW) $(HELM) envtest ## Install what the tests need: Chromium, PostgreSQL 15, Redis, tini, an S3 server, Helm, kube-apiserver + etcd.
+test-deps: deps $(VERSITYGW) $(HELM) envtest ## Install what the tests need: Chromium, PostgreSQL 15, Redis, tini, poppler-utils, an S3 server, Helm, kube-apiserver + etcd.
 	@command -v tini >/dev/null 2>&1 || { $(call APT_INSTALL,tini); }
+	@command -v pdftotext >/dev/null 2>&1 || { $(call APT_INSTALL,poppler-utils); }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(call APT_INSTALL,postgresql-15); }
 	@command -v redis-server >/dev/null 2>&1 || { $(call APT_INSTALL,redis-server); }
 

@@ -2,7 +2,9 @@ package screenshot
 
 import (
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Every input either parses or is refused with EINVALID: never a panic, never
@@ -16,6 +18,14 @@ func FuzzParse(f *testing.F) {
 		"api_key=k&url=https://example.com&cache_ttl=3600&is_cached=true&cache_key=x",
 		"url=javascript:alert(1)&api_key=",
 		"api_key=k&url=https://a.example&quality=-0&width=+100",
+		"api_key=k&url=https://a.example&full_page=true&full_page_scroll=false&full_page_scroll_duration=0&full_page_max_height=100",
+		"api_key=k&url=https://a.example&clip_x=0&clip_y=99999&clip_width=16384&clip_height=1&device_scale_factor=2",
+		"api_key=k&url=https://a.example&clip_x=1&clip_y=1&selector=%23a",
+		"api_key=k&url=https://a.example&time_zone=Europe/Berlin&media_type=print&format=pdf&pdf_paper_format=letter",
+		"api_key=k&url=https://a.example&time_zone=../../etc/passwd",
+		"api_key=k&url=https://a.example&hide_selectors=.a%0A%23b&hide_selectors=c{}&block_resources=font&block_resources=image",
+		"api_key=k&url=https://a.example&omit_background=true&format=jpeg&image_width=10&image_height=2160",
+		"api_key=k&url=https://a.example&wait_until=networkidle2&wait_for_selector=%23x&delay=10&click=button&scripts=1&styles=p{}",
 	} {
 		f.Add(s)
 	}
@@ -39,6 +49,24 @@ func FuzzParse(f *testing.F) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			t.Fatalf("accepted URL %q", o.URL)
 		}
+		if c := o.Clip; c != nil && (c.X < 0 || c.Y < 0 || c.Width < 1 || c.Height < 1 ||
+			float64(c.Width)*max(o.DeviceScaleFactor, 1) > MaxCaptureSide || o.Selector != "") {
+			t.Fatalf("accepted clip %+v with selector %q", *c, o.Selector)
+		}
+		if o.OmitBackground && o.Format == JPEG {
+			t.Fatal("accepted omit_background with jpeg")
+		}
+		for _, sel := range o.HideSelectors {
+			if sel == "" || strings.ContainsAny(sel, "{}\n") {
+				t.Fatalf("accepted hide selector %q", sel)
+			}
+		}
+		if o.TimeZone != "" {
+			if _, err := time.LoadLocation(o.TimeZone); err != nil || o.TimeZone == "Local" {
+				t.Fatalf("accepted time zone %q", o.TimeZone)
+			}
+		}
+		CacheID(o, "k") // never panics
 	})
 }
 
