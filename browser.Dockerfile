@@ -12,4 +12,4 @@ USER 65532:65532
 ENV HOME=/tmp
 EXPOSE 9222
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/lib/chromium/chromium-headless-shell"]
-CMD ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-breakpad", "--remote-debugging-address=0.0.0.0", "--remote-debugging-port=9222", "--user-data-dir=/tmp/chromium", "--js-flags=--max-old-space-size=512"]
+CMD ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-breakpad", "--remote-debugging-address=0.0.0.0", "--remote-debugging-port=9222", "--user-data-dir=/tmp/chromium", "--js-flags=--max-old-space-size=512", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"]

@@ -91,6 +91,10 @@ func BenchmarkRender(b *testing.B) {
 	path := testenv.Chrome(b)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/tall" {
+			io.WriteString(w, tallBenchPage)
+			return
+		}
 		io.WriteString(w, benchPage)
 	}))
 	defer site.Close()
@@ -120,7 +124,7 @@ func BenchmarkRender(b *testing.B) {
 		for _, conc := range slots {
 			suffix := format + "/c" + strconv.Itoa(conc)
 			b.Run("raw/"+suffix, func(b *testing.B) {
-				measure(b, "raw/"+suffix, conc, func() error { return rawShot(rawCtx, site.URL, format) })
+				measure(b, "raw/"+suffix, conc, func() error { return rawShot(rawCtx, site.URL, format, false) })
 			})
 			b.Run("shutter/"+suffix, func(b *testing.B) {
 				measure(b, "shutter/"+suffix, conc, func() error {
@@ -146,10 +150,42 @@ func BenchmarkRender(b *testing.B) {
 			})
 		}
 	}
+	// A 4000 px page captured whole, and thumbnails (the browser scales the
+	// capture), each next to the raw program doing the same.
+	full := opts(b, site.URL+"/tall", "format", "png", "width", "1280", "height", "720", "full_page", "true", "full_page_scroll", "false")
+	b.Run("raw/fullpage-png/c1", func(b *testing.B) {
+		measure(b, "raw/fullpage-png/c1", 1, func() error { return rawShot(rawCtx, site.URL+"/tall", "png", true) })
+	})
+	b.Run("shutter/fullpage-png/c1", func(b *testing.B) {
+		measure(b, "shutter/fullpage-png/c1", 1, func() error { _, err := p.Render(context.Background(), full); return err })
+	})
+	for _, format := range []string{"png", "jpeg"} {
+		thumb := opts(b, site.URL, "format", format, "width", "1280", "height", "720", "image_width", "320")
+		b.Run("shutter/thumb320-"+format+"/c1", func(b *testing.B) {
+			measure(b, "shutter/thumb320-"+format+"/c1", 1, func() error { _, err := p.Render(context.Background(), thumb); return err })
+		})
+	}
+	b.Run("ratio/fullpage-thumb", func(b *testing.B) {
+		r, ok1 := benchResults.Load("raw/fullpage-png/c1")
+		s, ok2 := benchResults.Load("shutter/fullpage-png/c1")
+		full, ok3 := benchResults.Load("shutter/png/c1")
+		th, ok4 := benchResults.Load("shutter/thumb320-png/c1")
+		if ok1 && ok2 {
+			b.ReportMetric(float64(s.(time.Duration))/float64(r.(time.Duration)), "p50-fullpage-shutter/raw")
+		}
+		if ok3 && ok4 {
+			b.ReportMetric(float64(th.(time.Duration))/float64(full.(time.Duration)), "p50-thumb320/full-size")
+		}
+		b.ReportMetric(0, "ns/op")
+	})
 }
 
-// rawShot is the baseline: what a hand-written chromedp program does.
-func rawShot(browserCtx context.Context, url, format string) error {
+// tallBenchPage is 4000 CSS pixels tall.
+const tallBenchPage = `<!doctype html><body style="margin:0"><div style="height:4000px;background:linear-gradient(#fff,#00f)"></div></body>`
+
+// rawShot is the baseline: what a hand-written chromedp program does; with
+// full, it captures the whole page as such a program would.
+func rawShot(browserCtx context.Context, url, format string, full bool) error {
 	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
 	defer func() { go cancel() }()
 	tctx, tcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -163,6 +199,15 @@ func rawShot(browserCtx context.Context, url, format string) error {
 		call(emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 720, DeviceScaleFactor: 1}),
 		chromedp.Navigate(url),
 		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			if full {
+				m, err := cdp.Call(ctx, t, page.GetLayoutMetrics, cdp.Empty{})
+				if err != nil {
+					return err
+				}
+				beyond := true
+				params.CaptureBeyondViewport = &beyond
+				params.Clip = &page.Viewport{Width: 1280, Height: m.CSSContentSize.Height, Scale: 1}
+			}
 			_, err := cdp.Call(ctx, t, page.CaptureScreenshot, params)
 			return err
 		}),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -189,6 +190,9 @@ func localLauncher(execPath string, extraFlags []string) func(ctx context.Contex
 			chromedp.Flag("disable-quic", true),
 			chromedp.Flag("disable-domain-reliability", true),
 			chromedp.Flag("no-pings", true),
+			// WebRTC may only use UDP through a proxy, and ours carries no
+			// UDP: a page cannot reach STUN/TURN servers around it.
+			chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 			// Keep the browser's own helpers from writing downloads anywhere.
 			chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,DownloadBubble"),
 			// A page that allocates without end crashes its renderer early
@@ -203,10 +207,27 @@ func localLauncher(execPath string, extraFlags []string) func(ctx context.Contex
 				opts = append(opts, chromedp.Flag(name, true))
 			}
 		}
+		// The browser starts with a few harmless variables, not the
+		// server's environment: a compromised renderer finds no
+		// DATABASE_URL, storage keys or AUTH_SECRET there.
+		opts = append(opts, chromedp.NoInheritEnv, chromedp.Env(browserEnv()...))
 		allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 		bctx, cancelB := chromedp.NewContext(allocCtx)
 		return start(bctx, func() { cancelB(); cancelAlloc() })
 	}
+}
+
+// browserEnvNames are the variables a local browser inherits.
+var browserEnvNames = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "FONTCONFIG_FILE", "FONTCONFIG_PATH"}
+
+func browserEnv() []string {
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	for _, name := range browserEnvNames {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
 }
 
 // remoteLauncher connects to a running browser's DevTools endpoint.

@@ -281,6 +281,12 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 	if intercept {
 		steps = append(steps, call(fetch.Enable, fetch.EnableParams{}))
 	}
+	yes := true
+	// Before the page's scripts, in its own world: no WebRTC. A browser
+	// we launch also forbids UDP outside a proxy by flag; a remote one may
+	// have been started without it.
+	steps = append(steps, call(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: noWebRTCScript, RunImmediately: &yes}))
 	if css := p.stylesheet(o, content); css != "" {
 		// An isolated world's script adopts a constructed stylesheet in
 		// every document before it is parsed: through the DevTools
@@ -291,6 +297,14 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 	}
 	return steps
 }
+
+// noWebRTCScript removes the WebRTC constructors from every document: UDP
+// to a STUN or TURN server would not pass through the per-render proxy.
+const noWebRTCScript = `(() => {
+	for (const name of ["RTCPeerConnection", "webkitRTCPeerConnection", "RTCDataChannel", "RTCIceTransport", "RTCSctpTransport"]) {
+		try { Object.defineProperty(globalThis, name, {value: undefined, writable: false, configurable: false}); } catch (e) {}
+	}
+})();`
 
 // stylesheet is the CSS that every document of the render adopts: the
 // content filters' hiding rules, hide_selectors and the client's styles.

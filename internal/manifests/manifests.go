@@ -330,6 +330,7 @@ func BrowserArgs(s *shutterv1.ScreenshotService) []string {
 		"--disable-component-update", "--disable-sync", "--disable-quic", "--disable-breakpad",
 		"--remote-debugging-address=0.0.0.0", "--remote-debugging-port=" + strconv.Itoa(DevToolsPort),
 		"--user-data-dir=/tmp/chromium", "--js-flags=--max-old-space-size=512",
+		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 	}
 	return append(args, s.Spec.Browser.ExtraArgs...)
 }

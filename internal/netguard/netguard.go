@@ -107,9 +107,11 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	if _, err := g.checkedAddrs(ctx, host); err != nil {
 		var r *refusedError
 		if errors.As(err, &r) {
+			// The address stays in the log: a client that learned what an
+			// internal name resolves to would have a DNS oracle.
 			return &screenshot.Error{Code: screenshot.EINVALID,
-				Message: fmt.Sprintf("target host %q resolves to %s, which is not a public address", host, r.addr),
-				Err:     ErrPrivate}
+				Message: fmt.Sprintf("target host %q is not a public address", host),
+				Err:     r}
 		}
 		return &screenshot.Error{Code: screenshot.EUPSTREAM,
 			Message: fmt.Sprintf("could not load the page: the host name %q could not be resolved", host), Err: err}
@@ -248,10 +250,12 @@ var nonPublic = []netip.Prefix{
 	netip.MustParsePrefix("10.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
 	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("168.63.129.16/32"), // Azure's platform endpoint (wire server)
 	netip.MustParsePrefix("169.254.0.0/16"),
 	netip.MustParsePrefix("172.16.0.0/12"),
 	netip.MustParsePrefix("192.0.0.0/24"),
 	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("192.88.99.0/24"), // former 6to4 relay anycast
 	netip.MustParsePrefix("192.168.0.0/16"),
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("198.51.100.0/24"),
@@ -262,9 +266,11 @@ var nonPublic = []netip.Prefix{
 	netip.MustParsePrefix("::1/128"),
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("2001:2::/48"), // benchmarking
 	netip.MustParsePrefix("2001:db8::/32"),
 	netip.MustParsePrefix("fc00::/7"),
 	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("fec0::/10"), // site-local, deprecated but still routed by some stacks
 	netip.MustParsePrefix("ff00::/8"),
 }
 
@@ -280,6 +286,8 @@ func IsPublic(a netip.Addr) bool {
 		b := a.As16()
 		switch {
 		case isZero(b[:12]): // IPv4-compatible ::a.b.c.d
+			return IsPublic(netip.AddrFrom4([4]byte(b[12:])))
+		case isZero(b[:8]) && b[8] == 0xff && b[9] == 0xff && isZero(b[10:12]): // SIIT ::ffff:0:a.b.c.d
 			return IsPublic(netip.AddrFrom4([4]byte(b[12:])))
 		case b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && isZero(b[4:12]): // NAT64 64:ff9b::/96
 			return IsPublic(netip.AddrFrom4([4]byte(b[12:])))

@@ -3,6 +3,7 @@ package netguard
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/shutterhq/shutter/internal/screenshot"
@@ -48,6 +49,8 @@ func TestIsPublic(t *testing.T) {
 		"ff02::1": false, "::ffff:127.0.0.1": false, "::ffff:8.8.8.8": true, "::127.0.0.1": false,
 		"64:ff9b::7f00:1": false, "64:ff9b::808:808": true, "2002:7f00:1::": false, "2002:808:808::": true,
 		"2001:0:4136:e378:8000:63bf:80ff:fffe": false, // Teredo embedding 127.0.0.1
+		"168.63.129.16": false, "168.63.129.17": true, "192.88.99.1": false, "fec0::1": false,
+		"2001:2::1": false, "2001:3::1": true, "::ffff:0:10.0.0.1": false, "::ffff:0:8.8.8.8": true,
 	} {
 		if got := IsPublic(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("IsPublic(%s) = %v, want %v", addr, got, want)
@@ -98,4 +101,23 @@ func FuzzParseHost(f *testing.F) {
 			IsPublic(a)
 		}
 	})
+}
+
+// TestRefusalSaysNoAddress: the client learns that an internal name is
+// refused, not what it resolves to (the API is no DNS oracle); the log
+// keeps the address through the wrapped error.
+func TestRefusalSaysNoAddress(t *testing.T) {
+	g := &Guard{Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("10.96.0.1")}, nil
+	}}
+	err := g.CheckURL(context.Background(), "https://kubernetes.default.svc/")
+	if screenshot.ErrorCode(err) != screenshot.EINVALID {
+		t.Fatalf("err = %v", err)
+	}
+	if msg := screenshot.ErrorMessage(err); strings.Contains(msg, "10.96") || !strings.Contains(msg, "not a public address") {
+		t.Errorf("client message %q", msg)
+	}
+	if !strings.Contains(err.Error(), "10.96.0.1") {
+		t.Errorf("the log detail lost the address: %v", err)
+	}
 }

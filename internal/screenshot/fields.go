@@ -1,8 +1,11 @@
 package screenshot
 
 import (
+	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -27,6 +30,11 @@ func NormalizeURL(raw string) (*url.URL, error) {
 	}
 	if u.User != nil {
 		return nil, Errorf(EINVALID, "parameter url must not contain user information (user:password@)")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, Errorf(EINVALID, "parameter url: port %s is out of range (1 to 65535)", clip(port, 16))
+		}
 	}
 	u.Host = strings.ToLower(u.Host)
 	return u, nil
@@ -130,6 +138,9 @@ func ParseCookies(s string) ([]*http.Cookie, error) {
 		if c.Path == "" {
 			c.Path = "/"
 		}
+		if err := cookieRules(c); err != nil {
+			return nil, Errorf(EINVALID, "parameter cookies: line %d, cookie %q: %s", n+1, clip(c.Name, 64), err.Error())
+		}
 		out = append(out, c)
 	}
 	return out, nil
@@ -139,6 +150,47 @@ func applyCookies(o *Options, v value) error {
 	c, err := ParseCookies(v.s)
 	o.Cookies = c
 	return err
+}
+
+// cookieRules refuses what Chromium would refuse to set, so that the client
+// hears it as a 400 before any render.
+func cookieRules(c *http.Cookie) error {
+	switch {
+	case !strings.HasPrefix(c.Path, "/"):
+		return errors.New("Path must start with /")
+	case strings.HasPrefix(c.Name, "__Secure-") && !c.Secure:
+		return errors.New("a __Secure- cookie must be Secure")
+	case strings.HasPrefix(c.Name, "__Host-") && (!c.Secure || c.Path != "/" || c.Domain != ""):
+		return errors.New("a __Host- cookie must be Secure, with Path=/ and no Domain")
+	case c.SameSite == http.SameSiteNoneMode && !c.Secure:
+		return errors.New("SameSite=None needs Secure")
+	}
+	return nil
+}
+
+// cookieDomains checks every cookie's Domain against the target host: it
+// must be the host or a parent domain of it (an IP-literal target takes no
+// other Domain than itself); a cookie without one gets the host.
+func cookieDomains(o *Options) error {
+	host := o.Host()
+	_, isIP := netipParse(host)
+	for _, c := range o.Cookies {
+		if c.Domain == "" {
+			c.Domain = host
+			continue
+		}
+		d := strings.ToLower(strings.TrimPrefix(c.Domain, "."))
+		if d != host && (isIP || !strings.HasSuffix(host, "."+d)) {
+			return Errorf(EINVALID, "parameter cookies: cookie %q has Domain=%s, which does not match the target host %s (omit Domain, or name the host or a parent domain of it)",
+				clip(c.Name, 64), clip(c.Domain, 64), host)
+		}
+	}
+	return nil
+}
+
+func netipParse(host string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return a, err == nil
 }
 
 // MatchPattern reports whether the URL matches a block_requests pattern. `*`

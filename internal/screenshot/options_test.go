@@ -231,4 +231,41 @@ func TestReadmeParameterTable(t *testing.T) {
 	}
 }
 
-var _ = url.Values{}
+
+
+// TestCookiesAndPortsChromiumWouldRefuse are 400s before any render, not
+// 500s from the browser.
+func TestCookiesAndPortsChromiumWouldRefuse(t *testing.T) {
+	for _, tc := range []struct{ target, cookie, want string }{
+		{"http://127.0.0.1:99999/", "", "port 99999"},
+		{"http://127.0.0.1:0/", "", "port 0"},
+		{"https://example.com/", "a=b; Path=rel", "Path"},
+		{"https://example.com/", "__Secure-a=b", "__Secure-"},
+		{"https://example.com/", "__Host-a=b; Secure; Path=/x", "__Host-"},
+		{"https://example.com/", "__Host-a=b; Secure; Domain=example.com", "__Host-"},
+		{"https://example.com/", "a=b; SameSite=None", "SameSite=None"},
+		{"https://example.com/", "a=b; Domain=other.example", "Domain=other.example"},
+		{"https://example.com/", "a=b; Domain=ample.com", "Domain=ample.com"},
+		{"http://127.0.0.1/", "a=b; Domain=0.0.1", "Domain=0.0.1"},
+	} {
+		q := url.Values{"api_key": {"k"}, "url": {tc.target}}
+		if tc.cookie != "" {
+			q.Set("cookies", tc.cookie)
+		}
+		_, _, err := NewParser(DefaultLimits).Parse(q)
+		if ErrorCode(err) != EINVALID || !strings.Contains(ErrorMessage(err), tc.want) {
+			t.Errorf("%s %q: %v, want 400 naming %s", tc.target, tc.cookie, err, tc.want)
+		}
+	}
+	for _, ok := range []struct{ target, cookie string }{
+		{"https://www.example.com/", "a=b; Domain=example.com"},
+		{"https://example.com:8443/", "__Host-a=b; Secure; Path=/"},
+		{"https://example.com/", "__Secure-a=b; Secure; SameSite=None"},
+		{"http://127.0.0.1:65535/", "a=b; Domain=127.0.0.1"},
+	} {
+		q := url.Values{"api_key": {"k"}, "url": {ok.target}, "cookies": {ok.cookie}}
+		if _, _, err := NewParser(DefaultLimits).Parse(q); err != nil {
+			t.Errorf("%s %q: %v", ok.target, ok.cookie, err)
+		}
+	}
+}

@@ -318,10 +318,8 @@ func (p *Parser) Parse(q url.Values) (*Options, string, error) {
 			return nil, "", err
 		}
 	}
-	for i := range o.Cookies {
-		if o.Cookies[i].Domain == "" {
-			o.Cookies[i].Domain = o.Host()
-		}
+	if err := cookieDomains(o); err != nil {
+		return nil, "", err
 	}
 	if err := checkRules(o, q, p.limits); err != nil {
 		return nil, "", err

@@ -48,14 +48,14 @@ func TestParseLimitsFromSettings(t *testing.T) {
 
 func TestParseAll(t *testing.T) {
 	q := url.Values{
-		"api_key": {"k"}, "url": {"http://x.example"}, "width": {"3840"}, "height": {"100"},
+		"api_key": {"k"}, "url": {"http://www.x.example"}, "width": {"3840"}, "height": {"100"},
 		"is_mobile": {"true"}, "is_landscape": {"true"}, "has_touch": {"true"}, "device_scale_factor": {"1.5"},
 		"user_agent": {"UA/1"}, "format": {"webp"}, "quality": {"20"}, "selector": {"#a > b"},
 		"block_ads": {"true"}, "block_cookie_banners": {"true"}, "block_trackers": {"true"},
 		"block_requests": {"*.png\n\n https://ads.example/* "}, "block_resources": {"Image, font,image"},
 		"prefers_color_scheme": {"dark"}, "prefers_reduced_motion": {"reduce"}, "is_cached": {"true"},
 		"cache_ttl": {"31622400"}, "cache_key": {"v2"}, "headers": {"X-A: 1\r\nx-b:  two "},
-		"cookies": {"a=1\nb=2; Domain=other.example; Path=/p; Secure; HttpOnly; SameSite=Strict"}, "bypass_csp": {"true"},
+		"cookies": {"a=1\nb=2; Domain=.X.example; Path=/p; Secure; HttpOnly; SameSite=Strict"}, "bypass_csp": {"true"},
 	}
 	o, _, err := NewParser(DefaultLimits).Parse(q)
 	if err != nil {
@@ -76,8 +76,8 @@ func TestParseAll(t *testing.T) {
 	if len(o.Headers) != 2 || o.Headers[0] != (Header{"X-A", "1"}) || o.Headers[1] != (Header{"X-B", "two"}) {
 		t.Errorf("headers = %+v", o.Headers)
 	}
-	if len(o.Cookies) != 2 || o.Cookies[0].Domain != "x.example" || o.Cookies[0].Path != "/" ||
-		o.Cookies[1].Domain != "other.example" || !o.Cookies[1].Secure || !o.Cookies[1].HttpOnly || o.Cookies[1].Path != "/p" {
+	if len(o.Cookies) != 2 || o.Cookies[0].Domain != "www.x.example" || o.Cookies[0].Path != "/" ||
+		o.Cookies[1].Domain != ".X.example" || !o.Cookies[1].Secure || !o.Cookies[1].HttpOnly || o.Cookies[1].Path != "/p" {
 		t.Errorf("cookies = %+v %+v", o.Cookies[0], o.Cookies[1])
 	}
 }
