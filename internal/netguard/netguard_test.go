@@ -49,7 +49,7 @@ func TestIsPublic(t *testing.T) {
 		"ff02::1": false, "::ffff:127.0.0.1": false, "::ffff:8.8.8.8": true, "::127.0.0.1": false,
 		"64:ff9b::7f00:1": false, "64:ff9b::808:808": true, "2002:7f00:1::": false, "2002:808:808::": true,
 		"2001:0:4136:e378:8000:63bf:80ff:fffe": false, // Teredo embedding 127.0.0.1
-		"168.63.129.16": false, "168.63.129.17": true, "192.88.99.1": false, "fec0::1": false,
+		"168.63.129.16":                        false, "168.63.129.17": true, "192.88.99.1": false, "fec0::1": false,
 		"2001:2::1": false, "2001:3::1": true, "::ffff:0:10.0.0.1": false, "::ffff:0:8.8.8.8": true,
 	} {
 		if got := IsPublic(netip.MustParseAddr(addr)); got != want {

@@ -231,8 +231,6 @@ func TestReadmeParameterTable(t *testing.T) {
 	}
 }
 
-
-
 // TestCookiesAndPortsChromiumWouldRefuse are 400s before any render, not
 // 500s from the browser.
 func TestCookiesAndPortsChromiumWouldRefuse(t *testing.T) {
