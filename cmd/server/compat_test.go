@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,39 @@ func startRemoteBrowser(t *testing.T) string {
 	}
 	t.Fatal("remote browser did not start")
 	return ""
+}
+
+// TestHealthWithoutDetails: with HEALTH_DETAILS=false (the production
+// default) the public report keeps names and statuses but no paths,
+// process ids or browser addresses; the metrics port has them.
+func TestHealthWithoutDetails(t *testing.T) {
+	live := startRemoteBrowser(t)
+	dead, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	deadURL := "http://127.0.0.1:" + strconv.Itoa(dead)
+	env := environ{"PORT": "0", "METRICS_PORT": "0", "DATA_DIR": dir, "LOG_LEVEL": "error", "HEALTH_DETAILS": "false",
+		"BROWSER_URLS": live + "," + deadURL}
+	m := startMain(t, env)
+	public := get(t, "http://"+m.Addr+"/health")
+	rep := strictHealth(t, public)
+	if rep.Status != "degraded" || len(rep.Checks) < 5 {
+		t.Errorf("public report lost its statuses: %s", public)
+	}
+	for _, secret := range []string{dir, live, deadURL, `"pid"`, "connection refused"} {
+		if strings.Contains(public, secret) {
+			t.Errorf("public /health shows %q: %s", secret, public)
+		}
+	}
+	if !strings.Contains(public, `"waiting"`) {
+		t.Errorf("the queue check lost its counters: %s", public)
+	}
+	private := get(t, "http://"+m.MetricsAddr+"/health")
+	for _, want := range []string{dir, live, deadURL} {
+		if !strings.Contains(private, want) {
+			t.Errorf("metrics-port /health lacks %q: %s", want, private)
+		}
+	}
 }

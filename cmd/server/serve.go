@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -176,6 +177,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.queue = queue.New(cfg.MaxConcurrent, cfg.MaxQueued, cfg.QueueTimeout)
 	m.registerGauges(mx)
 
+	checker := &health.Checker{Checks: m.checks(), Version: version.String(), Started: started}
 	parser := screenshot.NewParser(screenshot.Limits{DefaultWidth: cfg.DefaultWidth, DefaultHeight: cfg.DefaultHeight, MaxWidth: cfg.MaxWidth, MaxHeight: cfg.MaxHeight})
 	m.api = httpapi.New(httpapi.Deps{
 		Parser:     parser,
@@ -192,16 +194,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Lock:       m.locker(),
 		Ready: func(ctx context.Context) error {
 			if err := m.store.Ping(ctx); err != nil {
-				return fmt.Errorf("database: %w", err)
+				return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "database: unreachable", Err: fmt.Errorf("database: %w", err)}
 			}
 			if !m.pool.Ready() {
-				return errors.New("browser: no browser is ready")
+				return screenshot.Errorf(screenshot.EUNAVAILABLE, "browser: no browser is ready")
 			}
 			return nil
 		},
-		Health:  &health.Checker{Checks: m.checks(), Version: version.String(), Started: started},
-		Metrics: mx,
-		OpenAPI: openapi.Document(parser.Params()),
+		Health:        checker,
+		HealthDetails: cfg.HealthDetails,
+		Metrics:       mx,
+		OpenAPI:       openapi.Document(parser.Params()),
 	}, m.Log)
 
 	m.http = &http.Server{
@@ -215,7 +218,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if cfg.MetricsPort >= 0 {
-		m.metrics = &http.Server{Handler: mx.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		// The metrics port (never published by a Service) also serves the
+		// whole health report, details included.
+		mux := http.NewServeMux()
+		mux.Handle("/", mx.Handler())
+		mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(checker.Run(r.Context()))
+		})
+		m.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		if m.MetricsAddr, err = serve(m.metrics, cfg.MetricsPort); err != nil {
 			return fmt.Errorf("METRICS_PORT: %w", err)
 		}

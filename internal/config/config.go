@@ -60,6 +60,9 @@ type Config struct {
 	BrowserURLs         []string
 	LocalBrowsers       int
 	AllowPrivateTargets bool
+	// HealthDetails shows connection errors, paths, bucket names, process
+	// ids and browser addresses in the public /health and /health/ready.
+	HealthDetails bool
 	AllowedPrivate      string // ALLOWED_PRIVATE_TARGETS, parsed by netguard
 	ProxyHost           string // where per-render proxies listen for the browsers
 	ShutdownGrace       time.Duration
@@ -164,6 +167,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.FilterLists = map[string][]string{
 		"ads": r.list("FILTER_LISTS_ADS"), "trackers": r.list("FILTER_LISTS_TRACKERS"), "cookies": r.list("FILTER_LISTS_COOKIES"),
 	}
+	c.HealthDetails = r.bool("HEALTH_DETAILS", c.NodeEnv != "production")
 	c.FilterRefresh = r.ms("FILTER_LISTS_REFRESH_MS", 24*3600*1000, 0, 30*24*3600*1000)
 	c.Plans = Plans{
 		FreeRate: r.int("PLAN_FREE_RATE_LIMIT", 10, 1, 1_000_000), FreeQuota: r.int("PLAN_FREE_MONTHLY_QUOTA", 100, 0, 1<<31-1),

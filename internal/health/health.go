@@ -64,6 +64,41 @@ type Checker struct {
 	Started time.Time
 }
 
+// publicDetails are the detail keys that say nothing about the machine, its
+// addresses or its secrets.
+var publicDetails = map[string]bool{
+	"waiting": true, "active": true, "completed": true, "failed": true, "workerRunning": true, "slots": true,
+	"ready": true, "backend": true, "configured": true, "fallback": true, "freeBytes": true,
+}
+
+// Public returns the report without what an unauthenticated caller should
+// not learn: connection errors, paths, bucket names, process ids, browser
+// addresses. Names and statuses stay; a failing check says only that it
+// fails, and an impaired one keeps its own short reason.
+func (r Report) Public() Report {
+	out := r
+	out.Checks = make([]Result, len(r.Checks))
+	for i, c := range r.Checks {
+		p := Result{Name: c.Name, Status: c.Status, Duration: c.Duration}
+		for k, v := range c.Details {
+			if publicDetails[k] {
+				if p.Details == nil {
+					p.Details = map[string]any{}
+				}
+				p.Details[k] = v
+			}
+		}
+		switch {
+		case c.Status == Fail:
+			p.Error = "check failed; the detail is in the server log and on the metrics port's /health"
+		case c.impaired:
+			p.Error = c.Error
+		}
+		out.Checks[i] = p
+	}
+	return out
+}
+
 // Run runs every check concurrently and builds the report.
 func (c *Checker) Run(ctx context.Context) Report {
 	timeout := c.Timeout

@@ -53,6 +53,9 @@ type Deps struct {
 	Ready func(ctx context.Context) error
 	// Health runs the component checks of /health; nil serves 404.
 	Health *health.Checker
+	// HealthDetails shows the whole report and readiness error; without it
+	// they are redacted (health.Report.Public).
+	HealthDetails bool
 	// Metrics counts requests; nil counts nothing.
 	Metrics *metrics.Metrics
 	// OpenAPI is the document served at /openapi.
@@ -341,7 +344,12 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := s.Ready(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "timestamp": now, "error": err.Error()})
+			msg := err.Error()
+			if !s.HealthDetails {
+				msg = screenshot.ErrorMessage(err)
+				s.log.WarnContext(r.Context(), "not ready", "request_id", RequestID(r.Context()), "err", err)
+			}
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "timestamp": now, "error": msg})
 			return
 		}
 	}
@@ -357,6 +365,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if rep.Status == health.Unhealthy {
 		status = http.StatusServiceUnavailable
+	}
+	if !s.HealthDetails {
+		rep = rep.Public()
 	}
 	writeJSON(w, status, rep)
 }
