@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shutterhq/shutter/internal/metrics"
@@ -23,6 +25,12 @@ type Locker interface {
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, key *screenshot.Key, limits screenshot.PlanLimits, o *screenshot.Options) error {
 	ctx := r.Context()
 	id := screenshot.CacheID(o, key.ID)
+	// A hit is served only while the policy still lets the target through
+	// (an allow-list may have changed since the render). Only a refusal
+	// counts: a name that stopped resolving keeps its cached image.
+	if err := s.hitPolicy.check(ctx, s.Guard, o); err != nil {
+		return err
+	}
 	if e := s.cacheGet(ctx, id); e != nil {
 		return s.writeCached(w, r, e, "HIT")
 	}
@@ -150,4 +158,52 @@ func etagMatch(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+// policyMemo remembers, for a short time, the outbound policy's answer for
+// the hosts of cache hits, so that a hit costs no DNS lookup each time.
+// The policy itself changes only with the settings (a restart, which
+// empties the memo); what the memo lets lag is a name that starts
+// resolving to a refused address, by at most policyMemoTTL.
+type policyMemo struct {
+	mu sync.Mutex
+	m  map[string]memoEntry
+}
+
+type memoEntry struct {
+	err   error
+	until time.Time
+}
+
+const policyMemoTTL = 30 * time.Second
+
+func (p *policyMemo) check(ctx context.Context, g Guard, o *screenshot.Options) error {
+	if _, err := netip.ParseAddr(o.Host()); err == nil {
+		return refusal(g.CheckURL(ctx, o.URL)) // a parse: nothing to remember
+	}
+	key := o.Target.Scheme + "://" + o.Target.Host
+	now := time.Now()
+	p.mu.Lock()
+	e, ok := p.m[key]
+	p.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.err
+	}
+	err := refusal(g.CheckURL(ctx, o.URL))
+	p.mu.Lock()
+	if p.m == nil || len(p.m) > 10000 {
+		p.m = map[string]memoEntry{}
+	}
+	p.m[key] = memoEntry{err: err, until: now.Add(policyMemoTTL)}
+	p.mu.Unlock()
+	return err
+}
+
+// refusal keeps only a refusal of the policy: a name that stopped
+// resolving keeps its cached image.
+func refusal(err error) error {
+	if screenshot.ErrorCode(err) != screenshot.EINVALID {
+		return nil
+	}
+	return err
 }

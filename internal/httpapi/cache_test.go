@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,11 @@ type cacheFixture struct {
 
 func newCacheFixture(t *testing.T, cache screenshot.Cache, quota int) *cacheFixture {
 	t.Helper()
+	return newCacheFixtureGuard(t, cache, quota, &netguard.Guard{})
+}
+
+func newCacheFixtureGuard(t *testing.T, cache screenshot.Cache, quota int, guard *netguard.Guard) *cacheFixture {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := embedded.Open(dir)
 	if err != nil {
@@ -85,7 +91,7 @@ func newCacheFixture(t *testing.T, cache screenshot.Cache, quota int) *cacheFixt
 	f := &cacheFixture{render: &countingRenderer{}, store: st, queue: queue.New(1, 50, 5*time.Second)}
 	f.secret = addKey(t, st, screenshot.PlanFree, nil)
 	f.srv = httptest.NewServer(New(Deps{
-		Parser: screenshot.NewParser(screenshot.DefaultLimits), Keys: st, Guard: &netguard.Guard{},
+		Parser: screenshot.NewParser(screenshot.DefaultLimits), Keys: st, Guard: guard,
 		Queue: f.queue, Renderer: f.render, Limiter: embedded.NewLimiter(), Quota: st,
 		Plans: screenshot.Plans{Free: screenshot.PlanLimits{Rate: 1000, Quota: quota}}, RateWindow: time.Minute,
 		HoldTTL: time.Minute, Cache: cache,
@@ -297,5 +303,27 @@ func TestCacheCoalescingAcrossReplicas(t *testing.T) {
 	}
 	if outcomes["MISS render-1"]+outcomes["HIT render-1"] != 6 {
 		t.Errorf("outcomes = %v", outcomes)
+	}
+}
+
+// TestCacheHitRechecksThePolicy: an image rendered while its target was
+// allowed is not served once the policy refuses the target.
+func TestCacheHitRechecksThePolicy(t *testing.T) {
+	guard := &netguard.Guard{AllowNets: []netip.Prefix{netip.MustParsePrefix("10.1.2.0/24")}}
+	f := newCacheFixtureGuard(t, nil, 0, guard)
+	q := f.q("url", "http://10.1.2.3/intranet")
+	if resp, body := f.do(t, q, nil); resp.StatusCode != 200 || resp.Header.Get("X-Cache") != "MISS" {
+		t.Fatalf("allowed: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := f.do(t, q, nil); resp.Header.Get("X-Cache") != "HIT" {
+		t.Fatalf("second request: %v", resp.Header)
+	}
+	guard.AllowNets = nil
+	resp, body := f.do(t, q, nil)
+	if resp.StatusCode != 400 || !strings.Contains(body, "not a public address") {
+		t.Errorf("after the allow-list changed: %d %s", resp.StatusCode, body)
+	}
+	if f.render.count() != 1 {
+		t.Errorf("renders = %d", f.render.count())
 	}
 }

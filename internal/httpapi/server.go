@@ -69,7 +69,9 @@ type Server struct {
 	handler  http.Handler
 	draining atomic.Bool
 	flight   singleflight.Group
-	settling sync.WaitGroup // background quota commits
+	// hitPolicy re-checks the outbound policy for cache hits.
+	hitPolicy policyMemo
+	settling  sync.WaitGroup // background quota commits
 }
 
 // Drain makes readiness fail so that load balancers stop sending traffic,
