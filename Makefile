@@ -188,6 +188,8 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	@for t in FuzzParseHost; do \
 		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/netguard 2>&1 | tail -1; \
 	done
+	@echo ">> FuzzTake (the whole request path, real browser)"; \
+	$(GO) test -run '^$$' -fuzz '^FuzzTake$$' -fuzztime $(FUZZTIME) ./cmd/server 2>&1 | tail -1
 
 .PHONY: bench
 bench: test-deps ## Render benchmarks next to a raw chromedp baseline; cache hits; parser.

@@ -23,7 +23,7 @@ type environ map[string]string
 
 func (e environ) get(k string) string { return e[k] }
 
-func cli(t *testing.T, env environ, args ...string) string {
+func cli(t testing.TB, env environ, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if err := run(context.Background(), args, env.get, &out, &errb); err != nil {
@@ -32,7 +32,7 @@ func cli(t *testing.T, env environ, args ...string) string {
 	return out.String()
 }
 
-func startMain(t *testing.T, env environ) *Main {
+func startMain(t testing.TB, env environ) *Main {
 	t.Helper()
 	cfg, err := config.Load(env.get)
 	if err != nil {

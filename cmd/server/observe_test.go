@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 // newKey creates a key with the CLI and returns the secret.
-func newKey(t *testing.T, env environ, args ...string) string {
+func newKey(t testing.TB, env environ, args ...string) string {
 	t.Helper()
 	out := strings.TrimSpace(cli(t, env, append([]string{"keys", "create"}, args...)...))
 	return out[strings.LastIndex(out, "\n")+1:]

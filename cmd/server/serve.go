@@ -144,7 +144,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	go content.Run(bg)
 
 	mx := metrics.New()
-	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets}
+	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets, OnlyAllowed: cfg.AllowedTargetsOnly}
 	if guard.AllowNets, guard.AllowHosts, err = netguard.ParseAllowList(cfg.AllowedPrivate); err != nil {
 		return fmt.Errorf("ALLOWED_PRIVATE_TARGETS: %w", err)
 	}
@@ -154,7 +154,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		OnBlocked: func(category string) { mx.Blocked.WithLabelValues(category).Inc() },
 		Content:   content,
 	}
-	if !cfg.AllowPrivateTargets {
+	if !cfg.AllowPrivateTargets || cfg.AllowedTargetsOnly {
 		// Every request of the page passes the same policy as its URL, at
 		// the browser (interception) and at the connection (a per-render
 		// proxy that dials only what it checked).

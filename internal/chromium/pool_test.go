@@ -260,7 +260,8 @@ func TestMediaFeatures(t *testing.T) {
 
 func TestUserAgentHeadersCookies(t *testing.T) {
 	p := pool(t)
-	s := newSite(t, map[string]string{"/page": `<img src="/sub.png">`})
+	third := newSite(t, map[string]string{})
+	s := newSite(t, map[string]string{"/page": `<img src="/sub.png"><img src="` + third.URL + `/third.png">`})
 	o := opts(t, s.URL+"/page",
 		"user_agent", "ShutterTest/1.0",
 		"headers", "X-Custom: one\r\nAccept-Language: de-DE",
@@ -289,6 +290,18 @@ func TestUserAgentHeadersCookies(t *testing.T) {
 		if c, err := r.Cookie("theme"); err != nil || c.Value != "dark" {
 			t.Errorf("%s: cookie theme = %v, %v", path, c, err)
 		}
+	}
+	// Headers are for the target's origin only: a third party the page
+	// loads from does not receive them.
+	rs := third.requests("/third.png")
+	if len(rs) != 1 {
+		t.Fatalf("third-party image requested %d times", len(rs))
+	}
+	if v := rs[0].Header.Get("X-Custom"); v != "" {
+		t.Errorf("the third party received X-Custom: %q", v)
+	}
+	if v := rs[0].Header.Get("Accept-Language"); v == "de-DE" {
+		t.Errorf("the third party received the client's Accept-Language")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -150,7 +151,11 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		content = o.ContentCategories()
 	}
 	st.content = content
-	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || len(o.AllowedDomains) > 0 || len(content) > 0 || p.cfg.Check != nil
+	// Headers are added by interception, only to requests for the
+	// target's own origin: an Authorization meant for the target must not
+	// reach the third parties the page loads from.
+	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || len(o.AllowedDomains) > 0 || len(content) > 0 ||
+		p.cfg.Check != nil || len(o.Headers) > 0
 	defer func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -267,13 +272,6 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 	}
 	if o.BypassCSP {
 		steps = append(steps, call(page.SetBypassCSP, page.SetBypassCSPParams{Enabled: true}))
-	}
-	if len(o.Headers) > 0 {
-		h := network.Headers{}
-		for _, x := range o.Headers {
-			h[x.Name] = x.Value
-		}
-		steps = append(steps, call(network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: h}))
 	}
 	if len(o.Cookies) > 0 {
 		steps = append(steps, call(network.SetCookies, network.SetCookiesParams{Cookies: cookieParams(o.Cookies)}))
@@ -451,7 +449,11 @@ func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fe
 		}
 	}
 	if why == nil {
-		chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
+		params := fetch.ContinueRequestParams{RequestID: e.RequestID}
+		if len(o.Headers) > 0 && sameOrigin(o.Target, e.Request.URL) {
+			params.Headers = withHeaders(e.Request.Headers, o.Headers)
+		}
+		chromedp.Call(ctx, fetch.ContinueRequest, params)
 		return
 	}
 	st.mu.Lock()
@@ -496,4 +498,37 @@ func (p *Pool) waitIdle(ctx context.Context, st *tab) {
 		case <-tick.C:
 		}
 	}
+}
+
+// sameOrigin reports whether raw has the scheme, host and port of target.
+func sameOrigin(target *url.URL, raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || target == nil {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") || strings.EqualFold(u.Scheme, "wss") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(u.Scheme, target.Scheme) && strings.EqualFold(u.Hostname(), target.Hostname()) && port(u) == port(target)
+}
+
+// withHeaders is the request's headers with the client's set over them.
+func withHeaders(h network.Headers, extra []screenshot.Header) []*fetch.HeaderEntry {
+	out := make([]*fetch.HeaderEntry, 0, len(h)+len(extra))
+	for name, v := range h {
+		if slices.ContainsFunc(extra, func(x screenshot.Header) bool { return strings.EqualFold(x.Name, name) }) {
+			continue
+		}
+		out = append(out, &fetch.HeaderEntry{Name: name, Value: fmt.Sprint(v)})
+	}
+	for _, x := range extra {
+		out = append(out, &fetch.HeaderEntry{Name: x.Name, Value: x.Value})
+	}
+	return out
 }

@@ -63,6 +63,9 @@ type Config struct {
 	// HealthDetails shows connection errors, paths, bucket names, process
 	// ids and browser addresses in the public /health and /health/ready.
 	HealthDetails bool
+	// AllowedTargetsOnly refuses every target outside AllowedPrivate,
+	// public addresses too.
+	AllowedTargetsOnly bool
 	AllowedPrivate      string // ALLOWED_PRIVATE_TARGETS, parsed by netguard
 	ProxyHost           string // where per-render proxies listen for the browsers
 	ShutdownGrace       time.Duration
@@ -167,6 +170,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.FilterLists = map[string][]string{
 		"ads": r.list("FILTER_LISTS_ADS"), "trackers": r.list("FILTER_LISTS_TRACKERS"), "cookies": r.list("FILTER_LISTS_COOKIES"),
 	}
+	c.AllowedTargetsOnly = r.bool("ALLOWED_TARGETS_ONLY", false)
 	c.HealthDetails = r.bool("HEALTH_DETAILS", c.NodeEnv != "production")
 	c.FilterRefresh = r.ms("FILTER_LISTS_REFRESH_MS", 24*3600*1000, 0, 30*24*3600*1000)
 	c.Plans = Plans{

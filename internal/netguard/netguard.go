@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,11 @@ type Guard struct {
 	// the rest stay refused (ALLOWED_PRIVATE_TARGETS).
 	AllowNets  []netip.Prefix
 	AllowHosts []string
+	// OnlyAllowed refuses every target outside AllowNets and AllowHosts,
+	// public ones too, and resolves no name that AllowHosts does not list
+	// (ALLOWED_TARGETS_ONLY: an instance that may capture only its
+	// intranet, or a test that must not leave the machine).
+	OnlyAllowed bool
 	// Resolver resolves host names; nil means net.DefaultResolver.
 	Resolver *net.Resolver
 	// Lookup, when set, replaces the resolver (tests use it to answer as
@@ -61,7 +67,7 @@ func ParseAllowList(s string) (nets []netip.Prefix, hosts []string, err error) {
 
 // allowed applies the policy to one resolved address of host.
 func (g *Guard) allowed(a netip.Addr, host string) bool {
-	if g.AllowPrivate || IsPublic(a) {
+	if !g.OnlyAllowed && (g.AllowPrivate || IsPublic(a)) {
 		return true
 	}
 	a = a.Unmap()
@@ -100,7 +106,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	default:
 		return screenshot.Errorf(screenshot.EINVALID, "scheme %q is not allowed", u.Scheme)
 	}
-	if g.AllowPrivate {
+	if g.AllowPrivate && !g.OnlyAllowed {
 		return nil
 	}
 	host := strings.ToLower(u.Hostname())
@@ -126,6 +132,9 @@ type refusedError struct {
 }
 
 func (e *refusedError) Error() string {
+	if !e.addr.IsValid() {
+		return fmt.Sprintf("%s: %s is not an allowed target", ErrPrivate, e.host)
+	}
 	return fmt.Sprintf("%s: %s resolves to %s", ErrPrivate, e.host, e.addr)
 }
 func (e *refusedError) Unwrap() error { return ErrPrivate }
@@ -134,6 +143,10 @@ func (e *refusedError) Unwrap() error { return ErrPrivate }
 // them passes the policy; otherwise a resolution error or a *refusedError.
 // The URL check and the proxy both decide through it.
 func (g *Guard) checkedAddrs(ctx context.Context, host string) ([]netip.Addr, error) {
+	if _, literal := ParseHost(host); g.OnlyAllowed && !literal && !slices.Contains(g.AllowHosts, normalizeHost(host)) {
+		// Not even a DNS question leaves for a name outside the list.
+		return nil, &refusedError{host: host}
+	}
 	addrs, err := g.resolve(ctx, normalizeHost(host))
 	if err != nil {
 		return nil, err

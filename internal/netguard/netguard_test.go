@@ -121,3 +121,26 @@ func TestRefusalSaysNoAddress(t *testing.T) {
 		t.Errorf("the log detail lost the address: %v", err)
 	}
 }
+
+func TestOnlyAllowed(t *testing.T) {
+	asked := 0
+	g := &Guard{OnlyAllowed: true, AllowNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, AllowHosts: []string{"intranet.test"},
+		Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			asked++
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}}
+	ctx := context.Background()
+	for _, ok := range []string{"http://127.0.0.1:8080/", "http://intranet.test/"} {
+		if err := g.CheckURL(ctx, ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, refused := range []string{"http://8.8.8.8/", "http://example.com/", "http://[2606:4700::1111]/"} {
+		if err := g.CheckURL(ctx, refused); screenshot.ErrorCode(err) != screenshot.EINVALID {
+			t.Errorf("%s: %v, want refused", refused, err)
+		}
+	}
+	if asked != 1 {
+		t.Errorf("%d lookups; only the listed name may be resolved", asked)
+	}
+}
