@@ -66,11 +66,11 @@ type Config struct {
 	// AllowedTargetsOnly refuses every target outside AllowedPrivate,
 	// public addresses too.
 	AllowedTargetsOnly bool
-	AllowedPrivate      string // ALLOWED_PRIVATE_TARGETS, parsed by netguard
-	ProxyHost           string // where per-render proxies listen for the browsers
-	ShutdownGrace       time.Duration
-	ShutdownDelay       time.Duration
-	MetricsPort         int // -1: no metrics listener
+	AllowedPrivate     string // ALLOWED_PRIVATE_TARGETS, parsed by netguard
+	ProxyHost          string // where per-render proxies listen for the browsers
+	ShutdownGrace      time.Duration
+	ShutdownDelay      time.Duration
+	MetricsPort        int // -1: no metrics listener
 
 	LogLevel  string // debug | info | warn | error
 	LogFormat string // json | text
