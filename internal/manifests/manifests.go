@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+	"github.com/shutterhq/shutter/internal/netranges"
 )
 
 // Ports and paths the objects agree on.
@@ -398,10 +399,6 @@ func BrowserService(s *shutterv1.ScreenshotService) *corev1.Service {
 	}
 }
 
-// PrivateRanges are refused as destinations of browser pods: the cluster's
-// own networks and cloud metadata.
-var PrivateRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "127.0.0.0/8", "0.0.0.0/8"}
-
 // BrowserNetworkPolicy admits DevTools connections from the API pods only,
 // and lets browsers reach DNS and public addresses only: a second wall
 // behind the server's own outbound checks.
@@ -429,8 +426,9 @@ func BrowserNetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkP
 					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
 				},
 				{To: []networkingv1.NetworkPolicyPeer{
-					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: PrivateRanges}},
-					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10", "::1/128", "fd00:ec2::254/128"}}},
+					// The refused ranges of the server's own policy (one table).
+					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: netranges.Except(false)}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: netranges.Except(true)}},
 				}},
 			},
 		},

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+	"github.com/shutterhq/shutter/internal/netranges"
 )
 
 func svc() *shutterv1.ScreenshotService {
@@ -199,5 +201,40 @@ func TestHash(t *testing.T) {
 	}
 	if strings.Contains(a, "x") && len(a) != 16 {
 		t.Errorf("hash %q", a)
+	}
+}
+
+// TestBrowserEgressRefusesWhatThePolicyRefuses: the browsers'
+// NetworkPolicy excludes every range of the one table the server's policy
+// reads, and every IPv6 range that embeds an IPv4 address.
+func TestBrowserEgressRefusesWhatThePolicyRefuses(t *testing.T) {
+	np := BrowserNetworkPolicy(svc())
+	except := map[string]bool{}
+	for _, rule := range np.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil {
+				for _, e := range peer.IPBlock.Except {
+					p, err := netip.ParsePrefix(e)
+					if err != nil {
+						t.Fatalf("except %q: %v", e, err)
+					}
+					base := netip.MustParsePrefix(peer.IPBlock.CIDR)
+					if !base.Contains(p.Addr()) || p.Bits() < base.Bits() {
+						t.Errorf("%s is not inside %s", e, peer.IPBlock.CIDR)
+					}
+					except[e] = true
+				}
+			}
+		}
+	}
+	for _, r := range append(slices.Clone(netranges.Refused), netranges.Embedding...) {
+		if !except[r.Prefix.String()] {
+			t.Errorf("the browser NetworkPolicy lets %s (%s) through", r.Prefix, r.Why)
+		}
+	}
+	for _, must := range []string{"64:ff9b::/96", "2002::/16", "169.254.0.0/16", "168.63.129.16/32"} {
+		if !except[must] {
+			t.Errorf("%s missing", must)
+		}
 	}
 }

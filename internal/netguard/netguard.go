@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/netranges"
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
@@ -258,35 +259,6 @@ func parseIPv4Number(p string) (uint64, bool) {
 	return n, err == nil
 }
 
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
-	netip.MustParsePrefix("127.0.0.0/8"),
-	netip.MustParsePrefix("168.63.129.16/32"), // Azure's platform endpoint (wire server)
-	netip.MustParsePrefix("169.254.0.0/16"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("192.0.2.0/24"),
-	netip.MustParsePrefix("192.88.99.0/24"), // former 6to4 relay anycast
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("198.51.100.0/24"),
-	netip.MustParsePrefix("203.0.113.0/24"),
-	netip.MustParsePrefix("224.0.0.0/4"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("::/128"),
-	netip.MustParsePrefix("::1/128"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
-	netip.MustParsePrefix("100::/64"),
-	netip.MustParsePrefix("2001:2::/48"), // benchmarking
-	netip.MustParsePrefix("2001:db8::/32"),
-	netip.MustParsePrefix("fc00::/7"),
-	netip.MustParsePrefix("fe80::/10"),
-	netip.MustParsePrefix("fec0::/10"), // site-local, deprecated but still routed by some stacks
-	netip.MustParsePrefix("ff00::/8"),
-}
-
 // IsPublic reports whether a is a globally routable unicast address. IPv6
 // forms that embed an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo)
 // are judged by the address they embed.
@@ -311,8 +283,8 @@ func IsPublic(a netip.Addr) bool {
 			return IsPublic(netip.AddrFrom4(v4))
 		}
 	}
-	for _, p := range nonPublic {
-		if p.Contains(a) {
+	for _, r := range netranges.Refused {
+		if r.Prefix.Contains(a) {
 			return false
 		}
 	}

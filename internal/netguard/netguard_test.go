@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shutterhq/shutter/internal/netranges"
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
@@ -142,5 +143,23 @@ func TestOnlyAllowed(t *testing.T) {
 	}
 	if asked != 1 {
 		t.Errorf("%d lookups; only the listed name may be resolved", asked)
+	}
+}
+
+// TestEveryRefusedRangeIsRefused reads the shared table: its first and last
+// addresses are not public, nor their IPv4-mapped and NAT64 forms.
+func TestEveryRefusedRangeIsRefused(t *testing.T) {
+	for _, r := range netranges.Refused {
+		first := r.Prefix.Masked().Addr()
+		if IsPublic(first) {
+			t.Errorf("%s (%s) is public", first, r.Why)
+		}
+		if first.Is4() {
+			b := first.As4()
+			if IsPublic(netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff, 12: b[0], 13: b[1], 14: b[2], 15: b[3]})) ||
+				IsPublic(netip.AddrFrom16([16]byte{0: 0, 1: 0x64, 2: 0xff, 3: 0x9b, 12: b[0], 13: b[1], 14: b[2], 15: b[3]})) {
+				t.Errorf("an embedded form of %s is public", first)
+			}
+		}
 	}
 }
