@@ -68,7 +68,7 @@ type Config struct {
 // Outbound opens per-render proxies. onRefuse is told each host whose
 // connection the policy refused.
 type Outbound interface {
-	Open(onRefuse func(host string, err error)) (proxyURL string, closeFn func(), err error)
+	Open(onRefuse func(host string, err error)) (proxyURL, user, password string, closeFn func(), err error)
 }
 
 // ContentFilter matches requests against filter lists and gives the

@@ -39,6 +39,8 @@ type tab struct {
 	checked    map[string]error // outbound-policy answers by scheme and host, for this render
 	content    []string         // enabled content-filter categories (nil without a filter)
 	life       map[string]bool  // main-frame lifecycle events seen, by loader and name
+	// proxyUser and proxyPassword answer the per-render proxy's challenge.
+	proxyUser, proxyPassword string
 	lifeCh     chan struct{}    // closed and replaced when one arrives
 }
 
@@ -99,7 +101,7 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	closeProxy := func() {}
 	if p.cfg.Outbound != nil {
 		targetHost := o.Host()
-		proxyURL, closeFn, err := p.cfg.Outbound.Open(func(host string, err error) {
+		proxyURL, user, password, closeFn, err := p.cfg.Outbound.Open(func(host string, err error) {
 			if p.cfg.OnBlocked != nil {
 				p.cfg.OnBlocked("outbound_policy")
 			}
@@ -115,6 +117,7 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 			return nil, err
 		}
 		closeProxy = closeFn
+		st.proxyUser, st.proxyPassword = user, password
 		contextOpts = append(contextOpts, func(params *target.CreateBrowserContextParams) {
 			params.ProxyServer = proxyURL
 			params.ProxyBypassList = "<-loopback>" // loopback goes through the proxy too
@@ -171,6 +174,8 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		switch e := ev.(type) {
 		case *fetch.EventRequestPaused:
 			go p.decide(rctx, st, o, e)
+		case *fetch.EventAuthRequired:
+			go st.answerAuth(rctx, e)
 		case *page.EventJavascriptDialogOpening:
 			// Dialogs would stall the page; dismiss them, but let the page leave.
 			accept := e.Type == page.DialogTypeBeforeunload
@@ -276,8 +281,12 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 	if len(o.Cookies) > 0 {
 		steps = append(steps, call(network.SetCookies, network.SetCookiesParams{Cookies: cookieParams(o.Cookies)}))
 	}
-	if intercept {
-		steps = append(steps, call(fetch.Enable, fetch.EnableParams{}))
+	if intercept || p.cfg.Outbound != nil {
+		// The per-render proxy asks for its credentials; interception is
+		// how the browser answers (only the proxy's challenge, never a
+		// site's).
+		yes := p.cfg.Outbound != nil
+		steps = append(steps, call(fetch.Enable, fetch.EnableParams{HandleAuthRequests: &yes}))
 	}
 	yes := true
 	// Before the page's scripts, in its own world: no WebRTC. A browser
@@ -531,4 +540,15 @@ func withHeaders(h network.Headers, extra []screenshot.Header) []*fetch.HeaderEn
 		out = append(out, &fetch.HeaderEntry{Name: x.Name, Value: x.Value})
 	}
 	return out
+}
+
+// answerAuth gives the proxy's challenge the render's credentials; a site's
+// own challenge gets the browser's default answer (none, headless).
+func (s *tab) answerAuth(ctx context.Context, e *fetch.EventAuthRequired) {
+	resp := &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseDefault}
+	if e.AuthChallenge != nil && e.AuthChallenge.Source == fetch.AuthChallengeSourceProxy && s.proxyUser != "" {
+		resp = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
+			Username: s.proxyUser, Password: s.proxyPassword}
+	}
+	chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: e.RequestID, AuthChallengeResponse: resp})
 }

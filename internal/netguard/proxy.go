@@ -2,6 +2,10 @@ package netguard
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +45,11 @@ type Refusal struct {
 type Session struct {
 	// URL is the proxy server setting for the browser context.
 	URL string
+	// User and Password are the session's own random credentials: every
+	// request without them is answered 407 and goes nowhere, so a client
+	// that finds the port during a render cannot use it.
+	User, Password string
+	auth           string // the expected Proxy-Authorization value
 
 	ln     net.Listener
 	srv    *http.Server
@@ -59,12 +68,14 @@ func (p *Proxy) Start(onRefuse func(Refusal)) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbound proxy: %w", err)
 	}
-	s := &Session{URL: "http://" + ln.Addr().String(), ln: ln, refuse: onRefuse}
+	s := &Session{URL: "http://" + ln.Addr().String(), ln: ln, refuse: onRefuse, User: randomToken(), Password: randomToken()}
+	s.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(s.User+":"+s.Password))
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = pr.In.URL // absolute-form request of a proxy client
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Del("Proxy-Connection")
+			pr.Out.Header.Del("Proxy-Authorization")
 		},
 		Transport: &http.Transport{
 			DialContext:           s.dialer(p.Guard),
@@ -89,6 +100,11 @@ func (p *Proxy) Start(onRefuse func(Refusal)) (*Session, error) {
 	}
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Proxy-Authorization")), []byte(s.auth)) != 1 {
+				w.Header().Set("Proxy-Authenticate", `Basic realm="shutter"`)
+				http.Error(w, "proxy authentication required", http.StatusProxyAuthRequired)
+				return
+			}
 			if r.Method == http.MethodConnect {
 				s.tunnel(w, r, p.Guard)
 				return
@@ -192,12 +208,21 @@ func (s *Session) tunnel(w http.ResponseWriter, r *http.Request, g *Guard) {
 	<-done
 }
 
-// Open is Start for the renderer: the proxy URL, a close function, and
-// refusals as host and reason.
-func (p *Proxy) Open(onRefuse func(host string, err error)) (string, func(), error) {
+// Open is Start for the renderer: the proxy URL and credentials, a close
+// function, and refusals as host and reason.
+func (p *Proxy) Open(onRefuse func(host string, err error)) (proxyURL, user, password string, closeFn func(), err error) {
 	s, err := p.Start(func(r Refusal) { onRefuse(r.Host, r.Err) })
 	if err != nil {
-		return "", nil, err
+		return "", "", "", nil, err
 	}
-	return s.URL, s.Close, nil
+	return s.URL, s.User, s.Password, s.Close, nil
+}
+
+// randomToken is 128 random bits in hex.
+func randomToken() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b[:])
 }
