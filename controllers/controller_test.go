@@ -118,7 +118,7 @@ func TestCreateMakesEveryObject(t *testing.T) {
 		name string
 		obj  client.Object
 	}{
-		{"shots-browser", &corev1.Service{}}, {"shots-browser", &networkingv1.NetworkPolicy{}},
+		{"shots-browser", &corev1.Service{}}, {"shots-browser", &networkingv1.NetworkPolicy{}}, {"shots-api", &networkingv1.NetworkPolicy{}},
 		{"shots-api", &policyv1.PodDisruptionBudget{}}, {"shots-browser", &policyv1.PodDisruptionBudget{}},
 	} {
 		eventually(t, fmt.Sprintf("%T %s", o.obj, o.name), func() error {

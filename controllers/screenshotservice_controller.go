@@ -84,6 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		manifests.BrowserDeployment(&s),
 		manifests.BrowserService(&s),
 		manifests.BrowserNetworkPolicy(&s),
+		manifests.APINetworkPolicy(&s),
 	}
 	for _, pdb := range manifests.PodDisruptionBudgets(&s) {
 		desired = append(desired, pdb)

@@ -435,6 +435,29 @@ func BrowserNetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkP
 	}
 }
 
+// APINetworkPolicy lets anyone reach the API's HTTP and metrics ports, and
+// only the browser pods reach the rest: the per-render proxies, which
+// listen on ephemeral ports of the pod's address.
+func APINetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkPolicy {
+	tcp := corev1.ProtocolTCP
+	api, metrics := intstr.FromInt32(APIPort), intstr.FromInt32(MetricsPort)
+	low, high := intstr.FromInt32(1024), int32(65535)
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: meta(s, APIName(s), "api"),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: selector(s, "api")},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{
+				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &api}, {Protocol: &tcp, Port: &metrics}}},
+				{
+					From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: selector(s, "browser")}}},
+					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &low, EndPort: &high}},
+				},
+			},
+		},
+	}
+}
+
 // PodDisruptionBudgets keep all but one pod of each component through
 // voluntary disruptions.
 func PodDisruptionBudgets(s *shutterv1.ScreenshotService) []*policyv1.PodDisruptionBudget {

@@ -228,7 +228,7 @@ func TestBrowserEgressRefusesWhatThePolicyRefuses(t *testing.T) {
 		}
 	}
 	for _, r := range append(slices.Clone(netranges.Refused), netranges.Embedding...) {
-		if !except[r.Prefix.String()] {
+		if !except[r.Prefix.String()] && !r.Prefix.Addr().Is4In6() {
 			t.Errorf("the browser NetworkPolicy lets %s (%s) through", r.Prefix, r.Why)
 		}
 	}
@@ -236,5 +236,35 @@ func TestBrowserEgressRefusesWhatThePolicyRefuses(t *testing.T) {
 		if !except[must] {
 			t.Errorf("%s missing", must)
 		}
+	}
+}
+
+// TestAPINetworkPolicy: the HTTP and metrics ports are open; every other
+// port (the per-render proxies) only to the browser pods.
+func TestAPINetworkPolicy(t *testing.T) {
+	s := svc()
+	np := APINetworkPolicy(s)
+	if np.Name != "shots-api" || np.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "api" {
+		t.Fatalf("policy %s selects %v", np.Name, np.Spec.PodSelector.MatchLabels)
+	}
+	var open, browsersOnly bool
+	for _, rule := range np.Spec.Ingress {
+		switch {
+		case len(rule.From) == 0:
+			for _, p := range rule.Ports {
+				if p.EndPort != nil || (p.Port.IntVal != APIPort && p.Port.IntVal != MetricsPort) {
+					t.Errorf("open to all: port %v-%v", p.Port, p.EndPort)
+				}
+			}
+			open = true
+		case len(rule.From) == 1 && rule.From[0].PodSelector != nil &&
+			rule.From[0].PodSelector.MatchLabels["app.kubernetes.io/component"] == "browser" && rule.From[0].NamespaceSelector == nil:
+			browsersOnly = len(rule.Ports) == 1 && rule.Ports[0].EndPort != nil && *rule.Ports[0].EndPort == 65535
+		default:
+			t.Errorf("unexpected rule %+v", rule)
+		}
+	}
+	if !open || !browsersOnly {
+		t.Errorf("ingress = %+v", np.Spec.Ingress)
 	}
 }

@@ -57,12 +57,14 @@ var Embedding = []Range{
 
 // Except returns the CIDRs a NetworkPolicy ipBlock must exclude from
 // 0.0.0.0/0 (v6 false) or ::/0 (v6 true): every refused range of that
-// family, and for IPv6 the embedding ranges.
+// family, and for IPv6 the embedding ranges. The IPv4-mapped range is left
+// out: Kubernetes refuses such CIDRs, and a connection to a mapped address
+// leaves the pod as IPv4, where the IPv4 exceptions apply.
 func Except(v6 bool) []string {
 	var out []string
 	add := func(rs []Range) {
 		for _, r := range rs {
-			if r.Prefix.Addr().Is6() == v6 {
+			if r.Prefix.Addr().Is6() == v6 && !r.Prefix.Addr().Is4In6() {
 				out = append(out, r.Prefix.String())
 			}
 		}
