@@ -3,6 +3,7 @@
 //	server [serve]                 run the API (the default)
 //	server keys create|list|revoke manage API keys
 //	server migrate                 prepare the database and exit
+//	server browser [chromium flags] supervise a browser for the API (browser pods)
 //
 // Settings come from the environment; see the README.
 package main
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	case "keys":
 		return keysCommand(ctx, cfg, args, stdout)
+	case "browser":
+		return browserCommand(ctx, cfg, args, log)
 	case "migrate":
 		st, backend, err := openStore(ctx, cfg)
 		if err != nil {
@@ -76,7 +79,8 @@ const usage = `usage:
   server keys list
   server keys revoke ID
   server keys update ID [--plan P] [--name N] [--domains D] [--rate-limit N] [--monthly-quota N]
-  server migrate`
+  server migrate
+  server browser [chromium flags...]   (BROWSER_TOKEN, BROWSER_LISTEN, CHROME_PATH)`
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level

@@ -149,7 +149,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("ALLOWED_PRIVATE_TARGETS: %w", err)
 	}
 	pcfg := chromium.Config{
-		Local: cfg.LocalBrowsers, URLs: cfg.BrowserURLs,
+		Local: cfg.LocalBrowsers, URLs: cfg.BrowserURLs, BrowserTokens: browserTokens(cfg),
 		Timeout: cfg.ScreenshotTimeout, LoadTimeout: cfg.PageLoadTimeout, IdleTime: cfg.NetworkIdle,
 		OnBlocked: func(category string) { mx.Blocked.WithLabelValues(category).Inc() },
 		Content:   content,
@@ -426,4 +426,16 @@ func (m *Main) ensureDevKey(ctx context.Context) error {
 	}
 	fmt.Fprintf(m.Stderr, "\nCreated a development API key (%s); it is shown only this once:\n\n    %s\n\n", k.ID, secret)
 	return nil
+}
+
+// browserTokens are the tokens the pool presents to browser supervisors;
+// none means plain DevTools endpoints.
+func browserTokens(cfg *config.Config) []string {
+	var out []string
+	for _, t := range []string{cfg.BrowserToken, cfg.BrowserTokenPrevious} {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -31,3 +31,20 @@ func Find(path string) (string, error) {
 	}
 	return "", errors.New("no Chromium found: install Debian's chromium-headless-shell (apt-get install -y --no-install-recommends chromium-headless-shell), set CHROME_PATH, or set BROWSER_URLS")
 }
+
+// envNames are the variables a browser inherits from the process that
+// starts it.
+var envNames = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "FONTCONFIG_FILE", "FONTCONFIG_PATH"}
+
+// Env is the minimal environment to start a browser with: a few harmless
+// variables, never the server's secrets (DATABASE_URL, storage keys,
+// AUTH_SECRET, BROWSER_TOKEN), which a compromised renderer could read.
+func Env() []string {
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	for _, name := range envNames {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}

@@ -2,9 +2,12 @@ package chromium
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
+	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +19,9 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
+
+	"github.com/shutterhq/shutter/internal/browserauth"
+	"github.com/shutterhq/shutter/internal/browserpath"
 )
 
 // conn is one running browser as the pool sees it: a chromedp context that
@@ -210,31 +216,58 @@ func localLauncher(execPath string, extraFlags []string) func(ctx context.Contex
 		// The browser starts with a few harmless variables, not the
 		// server's environment: a compromised renderer finds no
 		// DATABASE_URL, storage keys or AUTH_SECRET there.
-		opts = append(opts, chromedp.NoInheritEnv, chromedp.Env(browserEnv()...))
+		opts = append(opts, chromedp.NoInheritEnv, chromedp.Env(browserpath.Env()...))
 		allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 		bctx, cancelB := chromedp.NewContext(allocCtx)
 		return start(bctx, func() { cancelB(); cancelAlloc() })
 	}
 }
-
-// browserEnvNames are the variables a local browser inherits.
-var browserEnvNames = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "FONTCONFIG_FILE", "FONTCONFIG_PATH"}
-
-func browserEnv() []string {
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	for _, name := range browserEnvNames {
-		if v, ok := os.LookupEnv(name); ok {
-			env = append(env, name+"="+v)
-		}
-	}
-	return env
-}
-
-// remoteLauncher connects to a running browser's DevTools endpoint.
-func remoteLauncher(endpoint string) func(ctx context.Context) (*conn, error) {
+// remoteLauncher connects to a running browser's DevTools endpoint. With
+// tokens, the endpoint must be a Shutter browser supervisor: it first
+// proves that it knows a token (a pod that only looks like a browser gets
+// nothing), then the connection presents that token.
+func remoteLauncher(endpoint string, tokens []string) func(ctx context.Context) (*conn, error) {
 	return func(ctx context.Context) (*conn, error) {
-		allocCtx, cancelAlloc := remote.NewAllocator(ctx, endpoint, remote.WithDialTimeout(5*time.Second))
+		wsURL, opts := endpoint, []remote.Option{remote.WithDialTimeout(5 * time.Second)}
+		if len(tokens) > 0 {
+			token, err := verifyBrowser(ctx, endpoint, tokens)
+			if err != nil {
+				return nil, err
+			}
+			u, _ := url.Parse(endpoint)
+			wsURL = "ws://" + u.Host + "/devtools/browser"
+			opts = append(opts, remote.NoModifyURL, remote.WithDialHTTPHeader(http.Header{"Authorization": {"Bearer " + token}}))
+		}
+		allocCtx, cancelAlloc := remote.NewAllocator(ctx, wsURL, opts...)
 		bctx, cancelB := chromedp.NewContext(allocCtx)
 		return start(bctx, func() { cancelB(); cancelAlloc() })
 	}
+}
+
+// verifyBrowser asks the endpoint for its proof and returns the token it
+// proves.
+func verifyBrowser(ctx context.Context, endpoint string, tokens []string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("browser %q: not a URL", endpoint)
+	}
+	nonce := browserauth.Nonce()
+	hello := url.URL{Scheme: "http", Host: u.Host, Path: browserauth.HelloPath, RawQuery: "nonce=" + nonce}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(hctx, http.MethodGet, hello.String(), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("browser %s: %w", u.Host, err)
+	}
+	defer resp.Body.Close()
+	var h browserauth.Hello
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&h); err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("browser %s is not a Shutter browser supervisor (status %d)", u.Host, resp.StatusCode)
+	}
+	token := browserauth.Verify(h, nonce, tokens)
+	if token == "" {
+		return "", fmt.Errorf("browser %s did not prove that it knows the browser token; not used", u.Host)
+	}
+	return token, nil
 }

@@ -34,6 +34,10 @@ type Config struct {
 	URLs []string
 	// DiscoveryInterval is the period of dns:// lookups; default 10 s.
 	DiscoveryInterval time.Duration
+	// BrowserTokens, when set, make every remote browser prove that it is
+	// a Shutter browser supervisor knowing one of them, and authenticate
+	// the connection with the token it proved (the current one first).
+	BrowserTokens []string
 	// Resolver resolves dns:// names; nil means net.DefaultResolver.
 	Resolver *net.Resolver
 	// Flags are extra command-line flags for local browsers.
@@ -137,7 +141,7 @@ func New(cfg Config, log *slog.Logger) (*Pool, error) {
 				p.discovery = append(p.discovery, hostport)
 				continue
 			}
-			p.static = append(p.static, &browser{name: u, launch: remoteLauncher(u), log: log})
+			p.static = append(p.static, &browser{name: u, launch: remoteLauncher(u, cfg.BrowserTokens), log: log})
 		}
 	} else {
 		if cfg.ExecPath == "" {
@@ -222,7 +226,7 @@ func (p *Pool) discover(ctx context.Context) {
 		p.drop(name)
 	}
 	for u := range want {
-		p.add(&browser{name: u, launch: remoteLauncher(u), log: p.log})
+		p.add(&browser{name: u, launch: remoteLauncher(u, p.cfg.BrowserTokens), log: p.log})
 	}
 	if len(gone) > 0 {
 		p.notify()

@@ -66,11 +66,17 @@ type Config struct {
 	// AllowedTargetsOnly refuses every target outside AllowedPrivate,
 	// public addresses too.
 	AllowedTargetsOnly bool
-	AllowedPrivate     string // ALLOWED_PRIVATE_TARGETS, parsed by netguard
-	ProxyHost          string // where per-render proxies listen for the browsers
-	ShutdownGrace      time.Duration
-	ShutdownDelay      time.Duration
-	MetricsPort        int // -1: no metrics listener
+	// BrowserToken authenticates the API to the browser supervisors
+	// (`server browser`), and BrowserTokenPrevious is still accepted
+	// during a rotation.
+	BrowserToken, BrowserTokenPrevious string
+	// BrowserListen is the supervisor's address.
+	BrowserListen  string
+	AllowedPrivate string // ALLOWED_PRIVATE_TARGETS, parsed by netguard
+	ProxyHost      string // where per-render proxies listen for the browsers
+	ShutdownGrace  time.Duration
+	ShutdownDelay  time.Duration
+	MetricsPort    int // -1: no metrics listener
 
 	LogLevel  string // debug | info | warn | error
 	LogFormat string // json | text
@@ -171,6 +177,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		"ads": r.list("FILTER_LISTS_ADS"), "trackers": r.list("FILTER_LISTS_TRACKERS"), "cookies": r.list("FILTER_LISTS_COOKIES"),
 	}
 	c.AllowedTargetsOnly = r.bool("ALLOWED_TARGETS_ONLY", false)
+	c.BrowserToken = r.str("BROWSER_TOKEN", "")
+	c.BrowserTokenPrevious = r.str("BROWSER_TOKEN_PREVIOUS", "")
+	c.BrowserListen = r.str("BROWSER_LISTEN", ":9222")
 	c.HealthDetails = r.bool("HEALTH_DETAILS", c.NodeEnv != "production")
 	c.FilterRefresh = r.ms("FILTER_LISTS_REFRESH_MS", 24*3600*1000, 0, 30*24*3600*1000)
 	c.Plans = Plans{
