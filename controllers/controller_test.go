@@ -420,3 +420,65 @@ func TestSampleIsAccepted(t *testing.T) {
 		t.Fatalf("sample refused: %v", err)
 	}
 }
+
+// TestBrowserToken: the generated Secret carries a browser token that both
+// Deployments read; the rotate annotation makes a new one, keeps the old as
+// BROWSER_TOKEN_PREVIOUS (accepted by both sides while the pods roll), and
+// rolls both pod templates — once per annotation value.
+func TestBrowserToken(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	if err := c.client.Create(ctx, sample(ns, "shots")); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	hashes := func() (string, string) {
+		api, _ := get(c, ns, "shots-api", &appsv1.Deployment{})
+		br, _ := get(c, ns, "shots-browser", &appsv1.Deployment{})
+		return api.Spec.Template.Annotations[manifests.ConfigHashAnnotation], br.Spec.Template.Annotations[manifests.ConfigHashAnnotation]
+	}
+	eventually(t, "browser token", func() error {
+		sec, err := get(c, ns, "shots-auth", &corev1.Secret{})
+		if err != nil {
+			return err
+		}
+		first = string(sec.Data[manifests.BrowserTokenKey])
+		if len(first) < 32 {
+			return fmt.Errorf("token %q", first)
+		}
+		if a, b := hashes(); a == "" || b == "" {
+			return fmt.Errorf("hashes %q %q", a, b)
+		}
+		return nil
+	})
+	apiBefore, browserBefore := hashes()
+	rotate := func(v string) {
+		s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[manifests.RotateBrowserTokenAnnotation] = v
+		if err := c.client.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rotate("2026-11-22")
+	var second string
+	eventually(t, "rotated", func() error {
+		sec, _ := get(c, ns, "shots-auth", &corev1.Secret{})
+		second = string(sec.Data[manifests.BrowserTokenKey])
+		if second == first || string(sec.Data[manifests.BrowserTokenPreviousKey]) != first {
+			return fmt.Errorf("token %q previous %q", second, sec.Data[manifests.BrowserTokenPreviousKey])
+		}
+		if a, b := hashes(); a == apiBefore || b == browserBefore {
+			return fmt.Errorf("pods did not roll: %s %s", a, b)
+		}
+		return nil
+	})
+	// Reconciles do not rotate again for the same request.
+	time.Sleep(2 * time.Second)
+	if sec, _ := get(c, ns, "shots-auth", &corev1.Secret{}); string(sec.Data[manifests.BrowserTokenKey]) != second {
+		t.Fatal("the token changed again without a new request")
+	}
+}

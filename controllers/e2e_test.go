@@ -195,12 +195,14 @@ func TestManifestsRunAPlatform(t *testing.T) {
 		t.Fatalf("build server: %v\n%s", err, out)
 	}
 
-	// The browser pod.
-	bpod := &localPod{t: t, c: c, ns: ns, mounts: map[string]string{"/tmp": t.TempDir()},
-		rename: map[string]string{"--remote-debugging-address=0.0.0.0": "--remote-debugging-address=127.0.0.1"}}
+	// The browser pod: the image's entrypoint is the server binary, whose
+	// browser supervisor runs Chromium.
+	bpod := &localPod{t: t, c: c, ns: ns, mounts: map[string]string{"/tmp": t.TempDir()}}
 	bc := browser.Spec.Template.Spec.Containers[0]
-	bpod.start(chrome, bc.Args, bpod.env(bc))
-	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/json/version", bc.Ports[0].ContainerPort), 200)
+	benv := append(bpod.env(bc), "CHROME_PATH="+chrome, fmt.Sprintf("BROWSER_LISTEN=127.0.0.1:%d", bc.Ports[0].ContainerPort))
+	bpod.start(server, bc.Args, benv)
+	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d%s", bc.Ports[0].ContainerPort, bc.ReadinessProbe.HTTPGet.Path), 200)
+	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/json/version", bc.Ports[0].ContainerPort), http.StatusUnauthorized)
 
 	// The API pod.
 	apod := &localPod{t: t, c: c, ns: ns, mounts: map[string]string{"/data": t.TempDir(), "/tmp": t.TempDir()},

@@ -64,7 +64,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := s.Status.DeepCopy()
 
-	auth, err := r.ensureAuthSecret(ctx, &s)
+	generated, err := r.ensureGenerated(ctx, &s)
 	if err != nil {
 		return ctrl.Result{}, r.failed(ctx, &s, before, err)
 	}
@@ -75,13 +75,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// The generated secret is hashed from the value in hand: the cache may
 	// not show a just-created Secret yet, and the hash must not change
 	// when it does.
-	secretHash[manifests.AuthSecretKey] = manifests.Hash(map[string]string{"v": auth})
+	secretHash[manifests.AuthSecretKey] = manifests.Hash(map[string]string{"v": generated[manifests.AuthSecretKey]})
+	tokens := manifests.Hash(map[string]string{"v": generated[manifests.BrowserTokenKey], "p": generated[manifests.BrowserTokenPreviousKey]})
+	secretHash[manifests.BrowserTokenKey] = tokens
 	cm := manifests.ConfigMap(&s)
 	desired := []client.Object{
 		cm,
 		manifests.APIDeployment(&s, manifests.Hash(cm.Data, secretHash)),
 		manifests.APIService(&s),
-		manifests.BrowserDeployment(&s),
+		manifests.BrowserDeployment(&s, tokens),
 		manifests.BrowserService(&s),
 		manifests.BrowserNetworkPolicy(&s),
 		manifests.APINetworkPolicy(&s),
@@ -97,33 +99,69 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.updateStatus(ctx, &s, before, missing)
 }
 
-// ensureAuthSecret creates the AUTH_SECRET once and returns it; a reconcile
-// never changes an existing value.
-func (r *Reconciler) ensureAuthSecret(ctx context.Context, s *shutterv1.ScreenshotService) (string, error) {
+// ensureGenerated creates the generated Secret once (AUTH_SECRET and
+// BROWSER_TOKEN) and returns its values. A reconcile never changes a value,
+// except to answer a new rotate-browser-token annotation: the current token
+// becomes BROWSER_TOKEN_PREVIOUS, which both sides accept while the pods
+// roll, and a new one is made.
+func (r *Reconciler) ensureGenerated(ctx context.Context, s *shutterv1.ScreenshotService) (map[string]string, error) {
+	key := types.NamespacedName{Namespace: s.Namespace, Name: manifests.AuthSecretName(s)}
 	var sec corev1.Secret
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: manifests.AuthSecretName(s)}, &sec)
-	if err == nil && len(sec.Data[manifests.AuthSecretKey]) > 0 {
-		return string(sec.Data[manifests.AuthSecretKey]), nil
+	err := r.Get(ctx, key, &sec)
+	if apierrors.IsNotFound(err) {
+		values := map[string]string{manifests.AuthSecretKey: randomValue(), manifests.BrowserTokenKey: randomValue()}
+		// Create, not apply: if another reconcile created it meanwhile,
+		// its values stay.
+		if err := r.Create(ctx, manifests.AuthSecret(s, values)); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Errorf("auth secret created concurrently; retrying")
+			}
+			return nil, fmt.Errorf("auth secret: %w", err)
+		}
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "AuthSecretCreated", "Create", "generated Secret %s", manifests.AuthSecretName(s))
+		return values, nil
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return "", err
+	if err != nil {
+		return nil, err
 	}
+	values := map[string]string{}
+	for k, v := range sec.Data {
+		values[k] = string(v)
+	}
+	changed := false
+	for _, k := range []string{manifests.AuthSecretKey, manifests.BrowserTokenKey} {
+		if values[k] == "" { // a Secret of an older release
+			values[k], changed = randomValue(), true
+		}
+	}
+	want := s.Annotations[manifests.RotateBrowserTokenAnnotation]
+	if want != "" && sec.Annotations[manifests.RotatedForAnnotation] != want {
+		values[manifests.BrowserTokenPreviousKey] = values[manifests.BrowserTokenKey]
+		values[manifests.BrowserTokenKey] = randomValue()
+		if sec.Annotations == nil {
+			sec.Annotations = map[string]string{}
+		}
+		sec.Annotations[manifests.RotatedForAnnotation] = want
+		changed = true
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "BrowserTokenRotated", "Rotate", "new browser token in Secret %s", sec.Name)
+	}
+	if changed {
+		sec.Data = map[string][]byte{}
+		for k, v := range values {
+			sec.Data[k] = []byte(v)
+		}
+		if err := r.Update(ctx, &sec); err != nil {
+			return nil, fmt.Errorf("auth secret: %w", err)
+		}
+	}
+	return values, nil
+}
+
+// randomValue is 256 random bits, URL-safe base64.
+func randomValue() string {
 	b := make([]byte, 32)
 	rand.Read(b)
-	value := base64.RawURLEncoding.EncodeToString(b)
-	// Create, not apply: if another reconcile created it meanwhile, its
-	// value stays.
-	if err := r.Create(ctx, manifests.AuthSecret(s, value)); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			var existing corev1.Secret
-			if err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: manifests.AuthSecretName(s)}, &existing); err == nil {
-				return string(existing.Data[manifests.AuthSecretKey]), nil
-			}
-		}
-		return "", fmt.Errorf("auth secret: %w", err)
-	}
-	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "AuthSecretCreated", "Create", "generated Secret %s", manifests.AuthSecretName(s))
-	return value, nil
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // secretDigest reads the referenced Secret keys; their values feed the
@@ -133,7 +171,8 @@ func (r *Reconciler) secretDigest(ctx context.Context, s *shutterv1.ScreenshotSe
 	digest := map[string]string{}
 	var missing []string
 	refs := manifests.SecretRefs(s)
-	delete(refs, manifests.AuthSecretKey) // hashed by the caller
+	delete(refs, manifests.AuthSecretKey) // the generated ones are hashed by the caller
+	delete(refs, manifests.BrowserTokenKey)
 	for _, env := range slices.Sorted(maps.Keys(refs)) {
 		ref := refs[env]
 		var sec corev1.Secret

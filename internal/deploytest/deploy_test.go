@@ -314,53 +314,74 @@ func dockerExec(t *testing.T, path string) (entrypoint, cmd []string) {
 	return entrypoint, cmd
 }
 
-// TestBrowserImageCommandLine runs the browser image's command line (tini
-// and the headless shell, as Debian installs them) and reaches DevTools.
-// The operator's browser pods pass the same flags.
+// TestBrowserImageCommandLine runs the browser image's command line (tini,
+// the server binary's browser supervisor and the headless shell, as Debian
+// installs them): the supervisor answers its probes, and DevTools only with
+// the browser token. The operator's browser pods pass the same arguments.
 func TestBrowserImageCommandLine(t *testing.T) {
 	testenv.Chrome(t)
 	entry, args := dockerExec(t, "../../browser.Dockerfile")
 	if want := manifests.BrowserArgs(&shutterv1.ScreenshotService{}); !slices.Equal(args, want) {
 		t.Errorf("image CMD %v\ndiffers from the operator's browser args %v", args, want)
 	}
+	server := filepath.Join(t.TempDir(), "server")
+	build := exec.Command("go", "build", "-o", server, "./cmd/server")
+	build.Dir = "../.."
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build server: %v\n%s", err, msg)
+	}
+	var local []string
 	for _, p := range entry {
-		if strings.HasPrefix(p, "/") {
+		switch {
+		case p == "/server":
+			p = server
+		case strings.HasPrefix(p, "/"):
 			if _, err := os.Stat(p); err != nil {
 				testenv.Missing(t, p, err)
 			}
 		}
+		local = append(local, p)
 	}
 	port, _ := testenv.FreePort()
 	dir := t.TempDir()
-	var local []string
-	for _, a := range append(entry, args...) {
-		a = strings.Replace(a, "--remote-debugging-address=0.0.0.0", "--remote-debugging-address=127.0.0.1", 1)
-		a = strings.Replace(a, "--remote-debugging-port=9222", fmt.Sprintf("--remote-debugging-port=%d", port), 1)
-		a = strings.Replace(a, "=/tmp/", "="+dir+"/", 1)
-		local = append(local, a)
-	}
-	cmd := exec.Command(local[0], local[1:]...)
-	cmd.Env = []string{"HOME=" + dir}
+	token := "image-test-token-0123456789abcdef"
+	cmd := exec.Command(local[0], append(local[1:], args...)...)
+	cmd.Env = []string{"HOME=" + dir, "TMPDIR=" + dir, "PATH=" + os.Getenv("PATH"), "BROWSER_TOKEN=" + token,
+		fmt.Sprintf("BROWSER_LISTEN=127.0.0.1:%d", port), "LOG_LEVEL=error"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/json/version", port))
+		resp, err := http.Get(base + "/readyz")
 		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if !strings.Contains(string(body), "webSocketDebuggerUrl") {
-				t.Fatalf("/json/version: %s", body)
+			if resp.StatusCode == 200 {
+				break
 			}
-			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("DevTools did not answer: %v", err)
+			t.Fatalf("the supervisor did not become ready: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	for auth, want := range map[string]int{"": 401, "Bearer " + token: 200} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/json/version", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == 200 && !strings.Contains(string(body), "webSocketDebuggerUrl")) {
+			t.Errorf("/json/version with %q: %d %s", auth, resp.StatusCode, body)
+		}
 	}
 }
 

@@ -37,6 +37,17 @@ const (
 	ConfigHashAnnotation = "shutter.dev/config-hash"
 	// AuthSecretKey is the key of the generated Secret.
 	AuthSecretKey = "AUTH_SECRET"
+	// BrowserTokenKey and BrowserTokenPreviousKey hold the token that the
+	// API presents to the browser supervisors, and during a rotation the
+	// one before it (accepted by both sides until every pod has rolled).
+	BrowserTokenKey         = "BROWSER_TOKEN"
+	BrowserTokenPreviousKey = "BROWSER_TOKEN_PREVIOUS"
+	// RotateBrowserTokenAnnotation on a ScreenshotService asks for a new
+	// browser token: each new value rotates once.
+	RotateBrowserTokenAnnotation = "shutter.dev/rotate-browser-token"
+	// RotatedForAnnotation on the generated Secret records the rotation
+	// request it answered.
+	RotatedForAnnotation = "shutter.dev/rotated-for"
 
 	nonRootUID = 65532
 )
@@ -96,14 +107,19 @@ func port(s *shutterv1.ScreenshotService) int32 {
 	return 80
 }
 
-// AuthSecret is the generated Secret; the value is made once by the caller
-// and never changed by a reconcile.
-func AuthSecret(s *shutterv1.ScreenshotService, value string) *corev1.Secret {
-	return &corev1.Secret{
+// AuthSecret is the generated Secret (AUTH_SECRET, BROWSER_TOKEN and,
+// after a rotation, BROWSER_TOKEN_PREVIOUS); the values are made by the
+// caller and never changed by a reconcile, only by a rotation.
+func AuthSecret(s *shutterv1.ScreenshotService, values map[string]string) *corev1.Secret {
+	sec := &corev1.Secret{
 		ObjectMeta: meta(s, AuthSecretName(s), "api"),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{AuthSecretKey: []byte(value)},
+		Data:       map[string][]byte{},
 	}
+	for k, v := range values {
+		sec.Data[k] = []byte(v)
+	}
+	return sec
 }
 
 func screenshotTimeout(s *shutterv1.ScreenshotService) time.Duration {
@@ -186,6 +202,14 @@ func Hash(parts ...map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+// previousTokenEnv is BROWSER_TOKEN_PREVIOUS, present only after a
+// rotation.
+func previousTokenEnv(s *shutterv1.ScreenshotService) corev1.EnvVar {
+	e := secretEnv(BrowserTokenPreviousKey, shutterv1.SecretKeyRef{Name: AuthSecretName(s), Key: BrowserTokenPreviousKey})
+	e.ValueFrom.SecretKeyRef.Optional = ptr.To(true)
+	return e
+}
+
 func secretEnv(name string, ref shutterv1.SecretKeyRef) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key}}}
@@ -194,8 +218,9 @@ func secretEnv(name string, ref shutterv1.SecretKeyRef) corev1.EnvVar {
 // SecretRefs are the referenced Secret keys by the variable they feed.
 func SecretRefs(s *shutterv1.ScreenshotService) map[string]shutterv1.SecretKeyRef {
 	refs := map[string]shutterv1.SecretKeyRef{
-		AuthSecretKey:  {Name: AuthSecretName(s), Key: AuthSecretKey},
-		"DATABASE_URL": s.Spec.Database.URLSecretRef,
+		AuthSecretKey:   {Name: AuthSecretName(s), Key: AuthSecretKey},
+		BrowserTokenKey: {Name: AuthSecretName(s), Key: BrowserTokenKey},
+		"DATABASE_URL":  s.Spec.Database.URLSecretRef,
 	}
 	if r := s.Spec.Redis; r != nil {
 		refs["REDIS_URL"] = r.URLSecretRef
@@ -252,6 +277,7 @@ func APIDeployment(s *shutterv1.ScreenshotService, configHash string) *appsv1.De
 	for _, name := range slices.Sorted(maps.Keys(refs)) {
 		env = append(env, secretEnv(name, refs[name]))
 	}
+	env = append(env, previousTokenEnv(s))
 	// The per-render proxies listen on the pod's address for the browsers.
 	env = append(env, corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
 	env = append(env, s.Spec.Env...) // later entries win
@@ -322,38 +348,40 @@ func APIService(s *shutterv1.ScreenshotService) *corev1.Service {
 	}
 }
 
-// BrowserArgs are Chromium's flags in a browser pod: DevTools on every
-// interface of the pod (the NetworkPolicy admits only the API pods), no
-// background traffic, profile in /tmp.
+// BrowserArgs are the browser container's arguments: the supervisor
+// (`server browser`, the image's entrypoint runs /server) and Chromium's
+// flags after it. The supervisor runs Chromium with DevTools on loopback
+// and a fresh profile in /tmp, and serves the pod's port to holders of the
+// browser token only; no background traffic, no UDP outside a proxy.
 func BrowserArgs(s *shutterv1.ScreenshotService) []string {
 	args := []string{
+		"browser",
 		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--disable-quic", "--disable-breakpad",
-		"--remote-debugging-address=0.0.0.0", "--remote-debugging-port=" + strconv.Itoa(DevToolsPort),
-		"--user-data-dir=/tmp/chromium", "--js-flags=--max-old-space-size=512",
+		"--js-flags=--max-old-space-size=512",
 		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 	}
 	return append(args, s.Spec.Browser.ExtraArgs...)
 }
 
 // BrowserDeployment runs headless Chromium pods.
-func BrowserDeployment(s *shutterv1.ScreenshotService) *appsv1.Deployment {
+func BrowserDeployment(s *shutterv1.ScreenshotService, tokenHash string) *appsv1.Deployment {
 	b := s.Spec.Browser
 	shm := resource.MustParse("1Gi")
 	if b.ShmSize != nil {
 		shm = *b.ShmSize
 	}
-	probe := httpProbe("/json/version", DevToolsPort, 10, 3)
 	c := corev1.Container{
 		Name:            "chromium",
 		Image:           orDefault(b.Image, "ghcr.io/shutterhq/shutter-browser:latest"),
 		ImagePullPolicy: b.ImagePullPolicy,
 		Args:            BrowserArgs(s),
-		Env:             []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
-		Ports:           []corev1.ContainerPort{{Name: "devtools", ContainerPort: DevToolsPort, Protocol: corev1.ProtocolTCP}},
-		Resources:       orResources(b.Resources, "250m", "512Mi", "2Gi"),
-		ReadinessProbe:  httpProbe("/json/version", DevToolsPort, 5, 2),
-		LivenessProbe:   probe,
+		Env: []corev1.EnvVar{{Name: "HOME", Value: "/tmp"},
+			secretEnv(BrowserTokenKey, shutterv1.SecretKeyRef{Name: AuthSecretName(s), Key: BrowserTokenKey}), previousTokenEnv(s)},
+		Ports:          []corev1.ContainerPort{{Name: "devtools", ContainerPort: DevToolsPort, Protocol: corev1.ProtocolTCP}},
+		Resources:      orResources(b.Resources, "250m", "512Mi", "2Gi"),
+		ReadinessProbe: httpProbe("/readyz", DevToolsPort, 5, 2),
+		LivenessProbe:  httpProbe("/healthz", DevToolsPort, 10, 3),
 		SecurityContext: restricted(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "dshm", MountPath: "/dev/shm"},
@@ -366,7 +394,7 @@ func BrowserDeployment(s *shutterv1.ScreenshotService) *appsv1.Deployment {
 			Replicas: ptr.To(ptr.Deref(b.Replicas, 2)),
 			Selector: &metav1.LabelSelector{MatchLabels: selector(s, "browser")},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s, "browser"), Annotations: podAnnotations(s, nil)},
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s, "browser"), Annotations: podAnnotations(s, map[string]string{ConfigHashAnnotation: tokenHash})},
 				Spec: corev1.PodSpec{
 					Containers:                    []corev1.Container{c},
 					TerminationGracePeriodSeconds: ptr.To[int64](10),

@@ -27,8 +27,8 @@ func svc() *shutterv1.ScreenshotService {
 
 func TestNamesLabelsOwners(t *testing.T) {
 	s := svc()
-	for _, o := range []metav1.Object{ConfigMap(s), AuthSecret(s, "x"), APIDeployment(s, "h"), APIService(s),
-		BrowserDeployment(s), BrowserService(s), BrowserNetworkPolicy(s), PodDisruptionBudgets(s)[0], PodDisruptionBudgets(s)[1]} {
+	for _, o := range []metav1.Object{ConfigMap(s), AuthSecret(s, map[string]string{AuthSecretKey: "x"}), APIDeployment(s, "h"), APIService(s),
+		BrowserDeployment(s, "h"), BrowserService(s), BrowserNetworkPolicy(s), PodDisruptionBudgets(s)[0], PodDisruptionBudgets(s)[1]} {
 		refs := o.GetOwnerReferences()
 		if o.GetNamespace() != "web" || len(refs) != 1 || refs[0].UID != "uid-1" || refs[0].Kind != "ScreenshotService" ||
 			!*refs[0].Controller || !*refs[0].BlockOwnerDeletion {
@@ -116,12 +116,16 @@ func TestAPIDeployment(t *testing.T) {
 	for _, e := range c.Env {
 		names = append(names, e.Name)
 	}
-	want := []string{"AUTH_SECRET", "DATABASE_URL", "REDIS_URL", "STORAGE_ACCESS_KEY_ID", "STORAGE_SECRET_ACCESS_KEY", "POD_IP", "LOG_LEVEL"}
+	want := []string{"AUTH_SECRET", "BROWSER_TOKEN", "DATABASE_URL", "REDIS_URL", "STORAGE_ACCESS_KEY_ID", "STORAGE_SECRET_ACCESS_KEY",
+		"BROWSER_TOKEN_PREVIOUS", "POD_IP", "LOG_LEVEL"}
 	if !slices.Equal(names, want) {
 		t.Errorf("env order %v, want %v (user env last, so it wins)", names, want)
 	}
-	if c.Env[3].ValueFrom.SecretKeyRef.Key != "id" || c.Env[4].ValueFrom.SecretKeyRef.Key != "secretAccessKey" {
-		t.Errorf("storage keys: %+v %+v", c.Env[3].ValueFrom, c.Env[4].ValueFrom)
+	if c.Env[4].ValueFrom.SecretKeyRef.Key != "id" || c.Env[5].ValueFrom.SecretKeyRef.Key != "secretAccessKey" {
+		t.Errorf("storage keys: %+v %+v", c.Env[4].ValueFrom, c.Env[5].ValueFrom)
+	}
+	if c.Env[1].ValueFrom.SecretKeyRef.Name != "shots-auth" || !*c.Env[6].ValueFrom.SecretKeyRef.Optional {
+		t.Errorf("browser token refs: %+v %+v", c.Env[1].ValueFrom, c.Env[6].ValueFrom)
 	}
 	if c.EnvFrom[0].ConfigMapRef.Name != "shots-config" {
 		t.Errorf("envFrom %+v", c.EnvFrom)
@@ -158,14 +162,23 @@ func TestAPIDeployment(t *testing.T) {
 func TestBrowser(t *testing.T) {
 	s := svc()
 	s.Spec.Browser = shutterv1.BrowserSpec{Replicas: ptr.To[int32](3), ExtraArgs: []string{"--lang=de"}, ShmSize: ptr.To(resource.MustParse("2Gi"))}
-	d := BrowserDeployment(s)
+	d := BrowserDeployment(s, "h")
 	c := d.Spec.Template.Spec.Containers[0]
-	if *d.Spec.Replicas != 3 || !slices.Contains(c.Args, "--remote-debugging-port=9222") || c.Args[len(c.Args)-1] != "--lang=de" ||
-		!slices.Contains(c.Args, "--headless") {
+	// The supervisor runs Chromium; DevTools never listens on the pod's
+	// interfaces itself.
+	if *d.Spec.Replicas != 3 || c.Args[0] != "browser" || c.Args[len(c.Args)-1] != "--lang=de" || !slices.Contains(c.Args, "--headless") ||
+		slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--remote-debugging") }) {
 		t.Errorf("browser: replicas %d args %v", *d.Spec.Replicas, c.Args)
 	}
-	if c.ReadinessProbe.HTTPGet.Path != "/json/version" || c.ReadinessProbe.HTTPGet.Port.IntValue() != DevToolsPort {
-		t.Errorf("probe %+v", c.ReadinessProbe)
+	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Port.IntValue() != DevToolsPort {
+		t.Errorf("probes %+v %+v", c.ReadinessProbe, c.LivenessProbe)
+	}
+	var token bool
+	for _, e := range c.Env {
+		token = token || (e.Name == "BROWSER_TOKEN" && e.ValueFrom.SecretKeyRef.Name == "shots-auth" && e.ValueFrom.SecretKeyRef.Key == "BROWSER_TOKEN")
+	}
+	if !token || d.Spec.Template.Annotations[ConfigHashAnnotation] != "h" {
+		t.Errorf("browser token env %+v, annotations %v", c.Env, d.Spec.Template.Annotations)
 	}
 	shm := d.Spec.Template.Spec.Volumes[0]
 	if shm.EmptyDir.Medium != corev1.StorageMediumMemory || shm.EmptyDir.SizeLimit.String() != "2Gi" {
