@@ -134,18 +134,25 @@ type ErrorBody struct {
 // message; the log gets the whole chain.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := screenshot.ErrorCode(err)
-	status := statusOf[code]
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError // a code without a status is our bug
+	}
 	id := RequestID(r.Context())
+	var se *screenshot.Error
 	switch {
 	case status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
 		// The target's fault, not ours.
 		s.log.WarnContext(r.Context(), "target failed", "request_id", id, "status", status, "err", err)
 	case status >= 500:
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", id, "status", status, "err", err)
+	case errors.As(err, &se) && se.Err != nil:
+		// The client's message leaves detail out (what a refused name
+		// resolved to, say); the log keeps it.
+		s.log.InfoContext(r.Context(), "request refused", "request_id", id, "status", status, "err", err)
 	default:
 		s.log.DebugContext(r.Context(), "request refused", "request_id", id, "status", status, "err", err)
 	}
-	var se *screenshot.Error
 	if errors.As(err, &se) && se.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((se.RetryAfter+time.Second-1)/time.Second)))
 	}

@@ -509,3 +509,30 @@ func TestMain(m *testing.M) {
 	testenv.StopShared()
 	os.Exit(code)
 }
+
+// TestEveryErrorCodeHasAStatus walks the codes: each maps to its status,
+// and a code missing from the table is a 500 with the request id, never a
+// zero status.
+func TestEveryErrorCodeHasAStatus(t *testing.T) {
+	s := New(Deps{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for code, want := range map[screenshot.Code]int{
+		screenshot.EINVALID: 400, screenshot.EUNAUTHORIZED: 403, screenshot.EFORBIDDEN: 403, screenshot.ENOTFOUND: 404,
+		screenshot.EUNPROCESSABLE: 422, screenshot.ERATELIMIT: 429, screenshot.EUPSTREAM: 502, screenshot.EUNAVAILABLE: 503,
+		screenshot.ETIMEOUT: 504, screenshot.EINTERNAL: 500, screenshot.Code("not-in-the-table"): 500,
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/v1/screenshots/take", nil)
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, &info{id: "req-1"}))
+		s.writeError(w, r, screenshot.Errorf(code, "m"))
+		if w.Code != want {
+			t.Errorf("%s: status %d, want %d", code, w.Code, want)
+		}
+		var body ErrorBody
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Error == "" || body.RequestID != "req-1" {
+			t.Errorf("%s: body %s", code, w.Body)
+		}
+	}
+	if len(statusOf) != 10 {
+		t.Errorf("the table has %d codes; add the new one here", len(statusOf))
+	}
+}
