@@ -169,10 +169,12 @@ run: deps build ## Serve on :3000 with the embedded default (data in ./data).
 	ALLOW_PRIVATE_TARGETS=$${ALLOW_PRIVATE_TARGETS:-false} $(BIN)/server serve
 
 .PHONY: lint
-lint: ## gofmt and go vet.
+lint: ## gofmt, go vet, and go.mod/go.sum tidy.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# -e: a test-only dependency of a dependency is not served by the proxy.
+	@$(GO) mod tidy -e -diff 2>/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy -e"; exit 1; }
 
 .PHONY: test
 test: test-deps lint verify-generated ## Install components, run every test (CI=true: missing components fail).
