@@ -41,7 +41,7 @@ type tab struct {
 	life       map[string]bool  // main-frame lifecycle events seen, by loader and name
 	// proxyUser and proxyPassword answer the per-render proxy's challenge.
 	proxyUser, proxyPassword string
-	lifeCh     chan struct{}    // closed and replaced when one arrives
+	lifeCh                   chan struct{} // closed and replaced when one arrives
 }
 
 func (s *tab) event(ev any) {
