@@ -222,6 +222,7 @@ func localLauncher(execPath string, extraFlags []string) func(ctx context.Contex
 		return start(bctx, func() { cancelB(); cancelAlloc() })
 	}
 }
+
 // remoteLauncher connects to a running browser's DevTools endpoint. With
 // tokens, the endpoint must be a Shutter browser supervisor: it first
 // proves that it knows a token (a pod that only looks like a browser gets
