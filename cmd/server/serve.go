@@ -137,6 +137,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	for c, srcs := range cfg.FilterLists {
 		lists[blocking.Category(c)] = srcs
 	}
+	// The maintained lists, when installed, come first (the settings'
+	// lists add to them); the built-in lists are always there.
+	for c, file := range map[blocking.Category]string{blocking.Ads: "easylist.txt", blocking.Trackers: "easyprivacy.txt"} {
+		if p := filepath.Join(cfg.EasyListDir, file); cfg.EasyListDir != "" && fileExists(p) {
+			lists[c] = append([]string{p}, lists[c]...)
+		}
+	}
 	content, err := blocking.New(ctx, blocking.Config{Lists: lists, Refresh: cfg.FilterRefresh}, m.Log)
 	if err != nil {
 		return err
@@ -438,4 +445,9 @@ func browserTokens(cfg *config.Config) []string {
 		}
 	}
 	return out
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }

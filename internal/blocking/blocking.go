@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,10 @@ type Filter struct {
 	cfg     Config
 	log     *slog.Logger
 	engines atomic.Pointer[map[Category]*urlfilter.Engine]
+
+	mu         sync.Mutex
+	stats      map[Category]ListStats
+	loggedOnce map[Category]bool
 }
 
 // New loads the lists and compiles the engines. A configured list that
@@ -59,7 +64,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Filter, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second}
 	}
-	f := &Filter{cfg: cfg, log: log}
+	f := &Filter{cfg: cfg, log: log, loggedOnce: map[Category]bool{}}
 	if err := f.Reload(ctx); err != nil {
 		return nil, err
 	}
@@ -69,6 +74,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Filter, error) {
 // Reload reads every list again and swaps the engines in one step.
 func (f *Filter) Reload(ctx context.Context) error {
 	engines := map[Category]*urlfilter.Engine{}
+	stats := map[Category]ListStats{}
 	for i, c := range Categories {
 		text, err := builtin.ReadFile("lists/" + string(c) + ".txt")
 		if err != nil {
@@ -84,8 +90,16 @@ func (f *Filter) Reload(ctx context.Context) error {
 			sources = append(sources, body)
 		}
 		lists := make([]filterlist.RuleList, 0, len(sources))
+		var st ListStats
 		for j, s := range sources {
-			lists = append(lists, &filterlist.StringRuleList{ID: i*1000 + j + 1, RulesText: s})
+			id := i*1000 + j + 1
+			text, ls := clean(s, id)
+			st.add(ls)
+			lists = append(lists, &filterlist.StringRuleList{ID: id, RulesText: text})
+		}
+		stats[c] = st
+		if !f.loggedOnce[c] {
+			f.log.InfoContext(ctx, "filter lists loaded", append([]any{"category", c, "sources", len(sources)}, st.logArgs()...)...)
 		}
 		storage, err := filterlist.NewRuleStorage(lists)
 		if err != nil {
@@ -94,7 +108,20 @@ func (f *Filter) Reload(ctx context.Context) error {
 		engines[c] = urlfilter.NewEngine(storage)
 	}
 	f.engines.Store(&engines)
+	f.mu.Lock()
+	f.stats = stats
+	for _, c := range Categories {
+		f.loggedOnce[c] = true
+	}
+	f.mu.Unlock()
 	return nil
+}
+
+// Stats are the counts of the lists as last loaded.
+func (f *Filter) Stats() map[Category]ListStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
 }
 
 func (f *Filter) fetch(ctx context.Context, src string) (string, error) {

@@ -55,6 +55,9 @@ type Config struct {
 	DefaultHeight       int
 
 	FilterLists         map[string][]string // category → files and URLs
+	// EasyListDir holds easylist.txt and easyprivacy.txt (Debian's
+	// webext-ublock-origin-chromium installs them); "" turns them off.
+	EasyListDir string
 	FilterRefresh       time.Duration
 	ChromePath          string
 	BrowserURLs         []string
@@ -115,6 +118,10 @@ func (c *Config) UsesRedis() bool { return c.RedisURL != "" || c.redisHostSet }
 
 // RedisAddr is host:port of the key-value store from the parts.
 func (c *Config) RedisAddr() string { return fmt.Sprintf("%s:%d", c.RedisHost, c.RedisPort) }
+
+// DefaultEasyListDir is where Debian's webext-ublock-origin-chromium puts
+// its EasyList and EasyPrivacy snapshots.
+const DefaultEasyListDir = "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist"
 
 // Load reads the settings through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (*Config, error) {
@@ -181,6 +188,10 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.BrowserTokenPrevious = r.str("BROWSER_TOKEN_PREVIOUS", "")
 	c.BrowserListen = r.str("BROWSER_LISTEN", ":9222")
 	c.HealthDetails = r.bool("HEALTH_DETAILS", c.NodeEnv != "production")
+	c.EasyListDir = r.str("EASYLIST_DIR", DefaultEasyListDir)
+	if r.getenv("EASYLIST_DIR") == "off" {
+		c.EasyListDir = ""
+	}
 	c.FilterRefresh = r.ms("FILTER_LISTS_REFRESH_MS", 24*3600*1000, 0, 30*24*3600*1000)
 	c.Plans = Plans{
 		FreeRate: r.int("PLAN_FREE_RATE_LIMIT", 10, 1, 1_000_000), FreeQuota: r.int("PLAN_FREE_MONTHLY_QUOTA", 100, 0, 1<<31-1),

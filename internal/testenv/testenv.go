@@ -30,3 +30,16 @@ func Chrome(tb testing.TB) string {
 	}
 	return p
 }
+
+// EasyList returns the directory of the EasyList and EasyPrivacy snapshots
+// that Debian's webext-ublock-origin-chromium installs (make deps).
+func EasyList(tb testing.TB) string {
+	tb.Helper()
+	dir := "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist"
+	for _, f := range []string{"easylist.txt", "easyprivacy.txt"} {
+		if _, err := os.Stat(dir + "/" + f); err != nil {
+			Missing(tb, "EasyList (apt-get install webext-ublock-origin-chromium)", err)
+		}
+	}
+	return dir
+}
