@@ -54,10 +54,10 @@ type Config struct {
 	DefaultWidth        int
 	DefaultHeight       int
 
-	FilterLists         map[string][]string // category → files and URLs
+	FilterLists map[string][]string // category → files and URLs
 	// EasyListDir holds easylist.txt and easyprivacy.txt (Debian's
 	// webext-ublock-origin-chromium installs them); "" turns them off.
-	EasyListDir string
+	EasyListDir         string
 	FilterRefresh       time.Duration
 	ChromePath          string
 	BrowserURLs         []string
