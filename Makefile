@@ -43,8 +43,35 @@ FONT_PACKAGES := fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji
 FONT_FILES := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf \
 	/usr/share/fonts/truetype/noto/NotoSansArabic-Regular.ttf
 
+# The maintained filter lists (EasyList, EasyPrivacy) as Debian ships them,
+# and DuckDuckGo's consent engine from the npm registry at a pinned version.
+EASYLIST_FILE := /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt
+AUTOCONSENT_VERSION := 16.23.0
+AUTOCONSENT_SHA256 := b61907d0cae6f1f26679533c9951fe56573ca8038e12addfee5cb3f58de5fccc
+AUTOCONSENT_DIR := $(CACHE_DIR)/autoconsent-$(AUTOCONSENT_VERSION)
+
 .PHONY: deps
-deps: ## Install Chromium (Debian's chromium-headless-shell) when no browser is found, and the Noto fonts.
+deps: deps-browser deps-lists $(AUTOCONSENT_DIR)/package/dist/autoconsent.playwright.js ## Install Chromium, the Noto fonts, EasyList/EasyPrivacy and the consent engine when missing.
+
+.PHONY: deps-lists
+deps-lists:
+	@[ -e $(EASYLIST_FILE) ] || { $(call APT_INSTALL,webext-ublock-origin-chromium); }
+
+# The registry's tarball, checked against its pinned digest, unpacked into
+# the tool cache (curl, else npm pack).
+$(AUTOCONSENT_DIR)/package/dist/autoconsent.playwright.js:
+	@echo ">> fetching @duckduckgo/autoconsent $(AUTOCONSENT_VERSION) into $(AUTOCONSENT_DIR)"
+	@mkdir -p $(AUTOCONSENT_DIR)
+	@cd $(AUTOCONSENT_DIR) && rm -f autoconsent.tgz && \
+	if command -v curl >/dev/null 2>&1; then \
+		curl -fsSL -o autoconsent.tgz https://registry.npmjs.org/@duckduckgo/autoconsent/-/autoconsent-$(AUTOCONSENT_VERSION).tgz; \
+	else npm pack --silent @duckduckgo/autoconsent@$(AUTOCONSENT_VERSION) >/dev/null && mv duckduckgo-autoconsent-$(AUTOCONSENT_VERSION).tgz autoconsent.tgz; fi && \
+	echo "$(AUTOCONSENT_SHA256)  autoconsent.tgz" | sha256sum -c --quiet - && \
+	tar xzf autoconsent.tgz package/dist/autoconsent.playwright.js package/rules/compact-rules.json package/rules/rules.json package/LICENSE package/package.json && \
+	rm autoconsent.tgz
+
+.PHONY: deps-browser
+deps-browser:
 	@found=; if [ -n "$${CHROME_PATH:-}" ] && [ -x "$${CHROME_PATH}" ]; then found=1; fi; \
 	for p in /usr/lib/chromium/chromium-headless-shell chromium-headless-shell chromium google-chrome; do \
 		if command -v $$p >/dev/null 2>&1; then found=1; fi; \
@@ -207,7 +234,8 @@ IMAGE_REGISTRY ?= ghcr.io/shutterhq
 IMAGE_TAG ?= $(VERSION)
 .PHONY: docker-build
 docker-build: ## Build the server, operator and browser images (needs a Docker engine).
-	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE_REGISTRY)/shutter-server:$(IMAGE_TAG) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg AUTOCONSENT_VERSION=$(AUTOCONSENT_VERSION) \
+		--build-arg AUTOCONSENT_SHA256=$(AUTOCONSENT_SHA256) -t $(IMAGE_REGISTRY)/shutter-server:$(IMAGE_TAG) .
 	docker build -f operator.Dockerfile -t $(IMAGE_REGISTRY)/shutter-operator:$(IMAGE_TAG) .
 	docker build -f browser.Dockerfile -t $(IMAGE_REGISTRY)/shutter-browser:$(IMAGE_TAG) .
 

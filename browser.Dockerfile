@@ -14,7 +14,7 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/shutterhq/shu
 
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends chromium-headless-shell tini fonts-dejavu-core fonts-liberation fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji ca-certificates \
+ && apt-get install -y --no-install-recommends chromium-headless-shell tini fonts-dejavu-core fonts-liberation fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji webext-ublock-origin-chromium ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 65532 --user-group --home-dir /tmp --no-create-home chromium
 COPY --from=build /out/server /server

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/config"
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
@@ -198,6 +199,21 @@ func TestHealthWithoutDetails(t *testing.T) {
 	for _, want := range []string{dir, live, deadURL} {
 		if !strings.Contains(private, want) {
 			t.Errorf("metrics-port /health lacks %q: %s", want, private)
+		}
+	}
+}
+
+// TestConsentEngineReported: /health says whether the consent engine is on.
+func TestConsentEngineReported(t *testing.T) {
+	dir := testenv.Autoconsent(t, config.AutoconsentVersion)
+	for want, env := range map[string]environ{
+		`"engine":"autoconsent"`: {"AUTOCONSENT_DIR": dir},
+		`"engine":"off"`:         {"AUTOCONSENT_DIR": "off"},
+	} {
+		env["PORT"], env["METRICS_PORT"], env["DATA_DIR"], env["CHROME_PATH"], env["LOG_LEVEL"] = "0", "-1", t.TempDir(), testenv.Chrome(t), "error"
+		m := startMain(t, env)
+		if h := get(t, "http://"+m.Addr+"/health"); !strings.Contains(h, `"name":"consent","status":"pass"`) || !strings.Contains(h, want) {
+			t.Errorf("health with AUTOCONSENT_DIR=%s: %s", env["AUTOCONSENT_DIR"], h)
 		}
 	}
 }

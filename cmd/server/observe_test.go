@@ -207,7 +207,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 			}
 		}
 	}
-	if rep.Status != "healthy" || strings.Join(names, ",") != "database,storage,queue,s3,browser" || rep.Version == "" {
+	if rep.Status != "healthy" || strings.Join(names, ",") != "database,storage,queue,s3,browser,consent" || rep.Version == "" {
 		t.Errorf("health = %+v", rep)
 	}
 

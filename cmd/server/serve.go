@@ -77,6 +77,7 @@ type Main struct {
 	s3      *s3store.Store
 	stopBg  context.CancelFunc
 	pool    *chromium.Pool
+	consent *chromium.ConsentEngine // nil: consent dialogs are only hidden
 	queue   *queue.Queue
 	api     *httpapi.Server
 	http    *http.Server
@@ -150,6 +151,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	go content.Run(bg)
 
+	if cfg.AutoconsentDir != "" {
+		if m.consent, err = chromium.LoadConsentEngine(cfg.AutoconsentDir); err != nil {
+			m.Log.WarnContext(ctx, "consent engine not loaded; consent dialogs are only hidden", "err", err)
+		}
+	}
+
 	mx := metrics.New()
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets, OnlyAllowed: cfg.AllowedTargetsOnly}
 	if guard.AllowNets, guard.AllowHosts, err = netguard.ParseAllowList(cfg.AllowedPrivate); err != nil {
@@ -160,6 +167,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Timeout: cfg.ScreenshotTimeout, LoadTimeout: cfg.PageLoadTimeout, IdleTime: cfg.NetworkIdle,
 		OnBlocked: func(category string) { mx.Blocked.WithLabelValues(category).Inc() },
 		Content:   content,
+		Consent:   m.consent,
 	}
 	if !cfg.AllowPrivateTargets || cfg.AllowedTargetsOnly {
 		// Every request of the page passes the same policy as its URL, at
@@ -379,6 +387,13 @@ func (m *Main) checks() []health.Check {
 			return health.Pass, d, nil
 		}},
 	}
+	checks = append(checks, health.Check{Name: "consent", Run: func(ctx context.Context) (string, map[string]any, error) {
+		// An optional engine: off is a fact to report, not a failure.
+		if m.consent == nil {
+			return health.Pass, map[string]any{"engine": "off"}, nil
+		}
+		return health.Pass, map[string]any{"engine": "autoconsent", "version": m.consent.Version, "rules": m.consent.Rules}, nil
+	}})
 	if m.redis != nil {
 		// Redis down degrades: rate limits fall back to each process.
 		checks = append(checks, health.Check{Name: "redis", Run: func(ctx context.Context) (string, map[string]any, error) {

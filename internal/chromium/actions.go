@@ -35,6 +35,9 @@ func (p *Pool) steps(o *screenshot.Options, st *tab) []step {
 			return nil
 		}})
 	}
+	if st.consent != nil {
+		s = append(s, step{"consent", p.waitConsent(st)})
+	}
 	if o.WaitForSelector != "" {
 		s = append(s, step{"wait_for_selector", waitForSelector(o.WaitForSelector, p.cfg.Timeout)})
 	}

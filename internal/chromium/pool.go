@@ -63,6 +63,9 @@ type Config struct {
 	// Content is the filter behind block_ads, block_trackers and
 	// block_cookie_banners; nil leaves those switches without effect.
 	Content ContentFilter
+	// Consent, when set, answers consent dialogs (opt out) for
+	// block_cookie_banners, before Content's rules hide what is left.
+	Consent *ConsentEngine
 	// Outbound, when set, gives every render a proxy of its own through
 	// which the browser context sends all of its traffic (the pinning wall
 	// of the outbound policy).

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -39,6 +40,7 @@ type tab struct {
 	checked    map[string]error // outbound-policy answers by scheme and host, for this render
 	content    []string         // enabled content-filter categories (nil without a filter)
 	life       map[string]bool  // main-frame lifecycle events seen, by loader and name
+	consent *consentState // the consent engine's progress, when it runs
 	// proxyUser and proxyPassword answer the per-render proxy's challenge.
 	proxyUser, proxyPassword string
 	lifeCh                   chan struct{} // closed and replaced when one arrives
@@ -154,6 +156,9 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		content = o.ContentCategories()
 	}
 	st.content = content
+	if o.BlockCookieBanners && p.cfg.Consent != nil {
+		st.consent = &consentState{changed: make(chan struct{})}
+	}
 	// Headers are added by interception, only to requests for the
 	// target's own origin: an Authorization meant for the target must not
 	// reach the third parties the page loads from.
@@ -176,6 +181,8 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 			go p.decide(rctx, st, o, e)
 		case *fetch.EventAuthRequired:
 			go st.answerAuth(rctx, e)
+		case *runtime.EventBindingCalled:
+			go p.consentMessage(rctx, st, e)
 		case *page.EventJavascriptDialogOpening:
 			// Dialogs would stall the page; dismiss them, but let the page leave.
 			accept := e.Type == page.DialogTypeBeforeunload
@@ -189,7 +196,11 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	if err := chromedp.Do(rctx, p.setup(c, o, intercept, content)...); err != nil {
+	setup := p.setup(c, o, intercept, content)
+	if st.consent != nil {
+		setup = append(setup, consentSetup(p.cfg.Consent)...)
+	}
+	if err := chromedp.Do(rctx, setup...); err != nil {
 		return nil, fmt.Errorf("set up page: %w", err)
 	}
 

@@ -6,6 +6,8 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +59,10 @@ type Config struct {
 	FilterLists map[string][]string // category → files and URLs
 	// EasyListDir holds easylist.txt and easyprivacy.txt (Debian's
 	// webext-ublock-origin-chromium installs them); "" turns them off.
-	EasyListDir         string
+	EasyListDir string
+	// AutoconsentDir is the unpacked npm package of the consent engine;
+	// "" leaves consent dialogs to the hiding rules alone.
+	AutoconsentDir      string
 	FilterRefresh       time.Duration
 	ChromePath          string
 	BrowserURLs         []string
@@ -122,6 +127,29 @@ func (c *Config) RedisAddr() string { return fmt.Sprintf("%s:%d", c.RedisHost, c
 // DefaultEasyListDir is where Debian's webext-ublock-origin-chromium puts
 // its EasyList and EasyPrivacy snapshots.
 const DefaultEasyListDir = "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist"
+
+// AutoconsentVersion is the consent engine's release that make deps
+// installs into the tool cache (the Makefile pins the same one).
+const AutoconsentVersion = "16.23.0"
+
+// defaultAutoconsentDir is the consent engine of the tool cache (make
+// deps), else of the server image.
+func defaultAutoconsentDir(getenv func(string) string) string {
+	cache := getenv("XDG_CACHE_HOME")
+	if cache == "" && getenv("HOME") != "" {
+		cache = filepath.Join(getenv("HOME"), ".cache")
+	}
+	dirs := []string{"/usr/share/shutter/autoconsent"}
+	if cache != "" {
+		dirs = append([]string{filepath.Join(cache, "shutter", "autoconsent-"+AutoconsentVersion, "package")}, dirs...)
+	}
+	for _, d := range dirs {
+		if st, err := os.Stat(filepath.Join(d, "dist", "autoconsent.playwright.js")); err == nil && !st.IsDir() {
+			return d
+		}
+	}
+	return ""
+}
 
 // Load reads the settings through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (*Config, error) {
@@ -188,6 +216,10 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.BrowserTokenPrevious = r.str("BROWSER_TOKEN_PREVIOUS", "")
 	c.BrowserListen = r.str("BROWSER_LISTEN", ":9222")
 	c.HealthDetails = r.bool("HEALTH_DETAILS", c.NodeEnv != "production")
+	c.AutoconsentDir = r.str("AUTOCONSENT_DIR", defaultAutoconsentDir(getenv))
+	if c.AutoconsentDir == "off" {
+		c.AutoconsentDir = ""
+	}
 	c.EasyListDir = r.str("EASYLIST_DIR", DefaultEasyListDir)
 	if r.getenv("EASYLIST_DIR") == "off" {
 		c.EasyListDir = ""

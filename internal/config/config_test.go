@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,24 @@ func TestDatabaseDSNFromParts(t *testing.T) {
 	}
 	if got := c.DatabaseDSN(); got != "postgres://u:p%40ss@db:5432/shutter" {
 		t.Errorf("DSN = %q", got)
+	}
+}
+
+// TestAutoconsentVersionMatchesMakefile: the server looks for the release
+// that make deps installs.
+func TestAutoconsentVersionMatchesMakefile(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "AUTOCONSENT_VERSION := "+AutoconsentVersion+"\n") {
+		t.Errorf("the Makefile does not pin autoconsent %s", AutoconsentVersion)
+	}
+	df, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(df), "ARG AUTOCONSENT_VERSION="+AutoconsentVersion+"\n") {
+		t.Errorf("the server image does not install autoconsent %s", AutoconsentVersion)
 	}
 }

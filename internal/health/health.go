@@ -69,6 +69,7 @@ type Checker struct {
 var publicDetails = map[string]bool{
 	"waiting": true, "active": true, "completed": true, "failed": true, "workerRunning": true, "slots": true,
 	"ready": true, "backend": true, "configured": true, "fallback": true, "freeBytes": true,
+	"engine": true, "version": true, "rules": true,
 }
 
 // Public returns the report without what an unauthenticated caller should

@@ -135,7 +135,7 @@ func build(params []screenshot.Param) obj {
 					"properties": obj{"error": obj{"type": "string"}, "requestId": obj{"type": "string"}}},
 				"CheckResult": obj{"type": "object", "required": []string{"name", "status", "duration"},
 					"properties": obj{
-						"name": obj{"type": "string", "enum": []string{"database", "storage", "queue", "s3", "browser", "redis"}},
+						"name": obj{"type": "string", "enum": []string{"database", "storage", "queue", "s3", "browser", "redis", "consent"}},
 						"status": obj{"type": "string", "enum": []string{"pass", "fail"},
 							"description": "pass: the component works (when it works only in part, error says how and the report is degraded); fail: it does not."},
 						"duration": obj{"type": "number", "description": "milliseconds"},

@@ -43,3 +43,19 @@ func EasyList(tb testing.TB) string {
 	}
 	return dir
 }
+
+// Autoconsent returns the unpacked npm package of the consent engine that
+// make deps puts in the tool cache.
+func Autoconsent(tb testing.TB, version string) string {
+	tb.Helper()
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = home + "/.cache"
+	}
+	dir := cache + "/shutter/autoconsent-" + version + "/package"
+	if _, err := os.Stat(dir + "/dist/autoconsent.playwright.js"); err != nil {
+		Missing(tb, "the consent engine (make deps)", err)
+	}
+	return dir
+}
