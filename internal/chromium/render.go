@@ -40,7 +40,7 @@ type tab struct {
 	checked    map[string]error // outbound-policy answers by scheme and host, for this render
 	content    []string         // enabled content-filter categories (nil without a filter)
 	life       map[string]bool  // main-frame lifecycle events seen, by loader and name
-	consent *consentState // the consent engine's progress, when it runs
+	consent    *consentState    // the consent engine's progress, when it runs
 	// proxyUser and proxyPassword answer the per-render proxy's challenge.
 	proxyUser, proxyPassword string
 	lifeCh                   chan struct{} // closed and replaced when one arrives
