@@ -180,9 +180,9 @@ func (f *Filter) Block(enabled []string, requestURL, pageURL, resourceType strin
 	return string(c), ok
 }
 
-// CSS is Stylesheet with plain strings, for the renderer.
-func (f *Filter) CSS(enabled []string, host string) string {
-	return f.Stylesheet(asCategories(enabled), host)
+// CSS is Cosmetic with plain strings, for the renderer.
+func (f *Filter) CSS(enabled []string, host string) (string, map[string][]string) {
+	return f.Cosmetic(asCategories(enabled), host)
 }
 
 func asCategories(s []string) []Category {
@@ -218,18 +218,45 @@ func (f *Filter) Match(enabled []Category, requestURL, pageURL, resourceType str
 	return "", false
 }
 
-// Stylesheet returns the CSS of the enabled categories' cosmetic rules for
-// a page on host: element hiding (one rule per selector, so that one
-// selector the browser does not know cannot void the others) and CSS rules.
+// Stylesheet returns the whole CSS of the enabled categories' cosmetic
+// rules for a page on host, the lazy part included.
 func (f *Filter) Stylesheet(enabled []Category, host string) string {
+	css, lazy := f.Cosmetic(enabled, host)
+	var b strings.Builder
+	b.WriteString(css)
+	for _, sels := range lazy {
+		for _, sel := range sels {
+			fmt.Fprintf(&b, "%s { display: none !important; }\n", sel)
+		}
+	}
+	return b.String()
+}
+
+// Cosmetic returns the enabled categories' cosmetic rules for a page on
+// host in two parts. css is applied as it is: site-specific element hiding
+// (one rule per selector, so that one selector the browser does not know
+// cannot void the others), CSS rules, and generic selectors that need no
+// particular class or id. lazy holds the other generic element-hiding
+// selectors — maintained lists have thousands — by the class (".x") or id
+// ("#x") that an element must carry for them to match; the page applies
+// only those whose class or id it has (a stylesheet of every generic rule
+// costs each render far more than the few that can match).
+func (f *Filter) Cosmetic(enabled []Category, host string) (css string, lazy map[string][]string) {
 	engines := *f.engines.Load()
 	var b strings.Builder
+	lazy = map[string][]string{}
+	hide := func(sel string) { fmt.Fprintf(&b, "%s { display: none !important; }\n", sel) }
 	for _, c := range enabled {
 		res := engines[c].GetCosmeticResult(host, rules.CosmeticOptionAll)
-		for _, group := range [][]string{res.ElementHiding.Generic, res.ElementHiding.Specific} {
-			for _, sel := range group {
-				fmt.Fprintf(&b, "%s { display: none !important; }\n", sel)
+		for _, sel := range res.ElementHiding.Generic {
+			if key := selectorKey(sel); key != "" {
+				lazy[key] = append(lazy[key], sel)
+			} else {
+				hide(sel)
 			}
+		}
+		for _, sel := range res.ElementHiding.Specific {
+			hide(sel)
 		}
 		for _, group := range [][]string{res.CSS.Generic, res.CSS.Specific} {
 			for _, css := range group {
@@ -242,5 +269,33 @@ func (f *Filter) Stylesheet(enabled []Category, host string) string {
 			b.Write(unlock)
 		}
 	}
-	return b.String()
+	return b.String(), lazy
+}
+
+// selectorKey is a class (".x") or id ("#x") that every element the
+// selector matches must carry, or "" when there is none to be sure of (a
+// selector list, an escape, only tags and attributes).
+func selectorKey(sel string) string {
+	depth := 0
+	for i := 0; i < len(sel); i++ {
+		switch c := sel[i]; {
+		case c == '\\' || c == ',' || c == '"' || c == '\'':
+			return ""
+		case c == '(' || c == '[':
+			depth++
+		case c == ')' || c == ']':
+			depth--
+		case depth == 0 && (c == '.' || c == '#'):
+			j := i + 1
+			for j < len(sel) && (sel[j] == '-' || sel[j] == '_' || sel[j] >= '0' && sel[j] <= '9' ||
+				sel[j] >= 'a' && sel[j] <= 'z' || sel[j] >= 'A' && sel[j] <= 'Z' || sel[j] >= 0x80) {
+				j++
+			}
+			if j > i+1 {
+				return sel[i:j]
+			}
+			return ""
+		}
+	}
+	return ""
 }

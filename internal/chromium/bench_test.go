@@ -2,12 +2,14 @@ package chromium
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/shutterhq/shutter/internal/blocking"
 	"github.com/shutterhq/shutter/internal/netguard"
 	"github.com/shutterhq/shutter/internal/testenv"
 )
@@ -212,4 +215,62 @@ func rawShot(browserCtx context.Context, url, format string, full bool) error {
 			return err
 		}),
 	)
+}
+
+// BenchmarkBlocking renders a page with 100 subresources (96 images and 4
+// ad and tracker scripts by path) with and without block_ads and
+// block_trackers on EasyList and EasyPrivacy: the cost of interception,
+// matching and the cosmetic stylesheet.
+func BenchmarkBlocking(b *testing.B) {
+	dir := testenv.EasyList(b)
+	filter, err := blocking.New(context.Background(), blocking.Config{Lists: map[blocking.Category][]string{
+		blocking.Ads: {dir + "/easylist.txt"}, blocking.Trackers: {dir + "/easyprivacy.txt"}}}, quietLog)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var page strings.Builder
+	page.WriteString(`<!doctype html><body style="margin:0">`)
+	for i := range 96 {
+		fmt.Fprintf(&page, `<img src="/img/%d.png" width="20" height="20">`, i)
+	}
+	for _, s := range []string{"/pagead/js/adsbygoogle.js", "/gtag/js?id=G-1", "/analytics.js", "/ads/banner.js"} {
+		fmt.Fprintf(&page, `<script async src="%s"></script>`, s)
+	}
+	pixel := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa7\x35\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82")
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/":
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, page.String())
+		case strings.HasSuffix(r.URL.Path, ".png"):
+			w.Header().Set("Content-Type", "image/png")
+			w.Write(pixel)
+		default:
+			w.Header().Set("Content-Type", "application/javascript")
+		}
+	}))
+	defer site.Close()
+	p, err := startPool(Config{ExecPath: testenv.Chrome(b), Timeout: 30 * time.Second, Content: filter})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, on := range []bool{false, true} {
+		kv := []string{"format", "jpeg", "width", "1280", "height", "720"}
+		name := "blocking-off"
+		if on {
+			kv, name = append(kv, "block_ads", "true", "block_trackers", "true"), "blocking-on"
+		}
+		o := opts(b, site.URL+"/", kv...)
+		b.Run(name+"/100-subresources", func(b *testing.B) {
+			measure(b, name, 1, func() error { _, err := p.Render(context.Background(), o); return err })
+		})
+	}
+	b.Run("ratio/blocking", func(b *testing.B) {
+		off, ok1 := benchResults.Load("blocking-off")
+		on, ok2 := benchResults.Load("blocking-on")
+		if ok1 && ok2 {
+			b.ReportMetric(float64(on.(time.Duration))/float64(off.(time.Duration)), "p50-on/off")
+		}
+		b.ReportMetric(0, "ns/op")
+	})
 }

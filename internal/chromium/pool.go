@@ -82,7 +82,10 @@ type Outbound interface {
 // stylesheet that hides what they describe.
 type ContentFilter interface {
 	Block(categories []string, requestURL, pageURL, resourceType string, subframe bool) (category string, blocked bool)
-	CSS(categories []string, host string) string
+	// CSS returns the stylesheet to apply as it is, and generic
+	// element-hiding selectors by the class or id they need, for the page
+	// to apply once it has such an element.
+	CSS(categories []string, host string) (css string, lazy map[string][]string)
 }
 
 func (c *Config) defaults() {

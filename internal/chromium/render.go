@@ -305,13 +305,14 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 	// have been started without it.
 	steps = append(steps, call(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
 		Source: noWebRTCScript, RunImmediately: &yes}))
-	if css := p.stylesheet(o, content); css != "" {
-		// An isolated world's script adopts a constructed stylesheet in
+	if css, lazy := p.stylesheet(o, content); css != "" || len(lazy) > 0 {
+		// An isolated world's script adopts constructed stylesheets in
 		// every document before it is parsed: through the DevTools
 		// protocol, so the page's Content-Security-Policy does not apply.
 		src, _ := json.Marshal(css)
+		lz, _ := json.Marshal(lazy)
 		steps = append(steps, call(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-			Source: fmt.Sprintf(hideScript, src), WorldName: "shutter"}))
+			Source: fmt.Sprintf(hideScript, src, lz), WorldName: "shutter"}))
 	}
 	return steps
 }
@@ -326,10 +327,13 @@ const noWebRTCScript = `(() => {
 
 // stylesheet is the CSS that every document of the render adopts: the
 // content filters' hiding rules, hide_selectors and the client's styles.
-func (p *Pool) stylesheet(o *screenshot.Options, content []string) string {
+func (p *Pool) stylesheet(o *screenshot.Options, content []string) (string, map[string][]string) {
 	var b strings.Builder
+	var lazy map[string][]string
 	if len(content) > 0 {
-		b.WriteString(p.cfg.Content.CSS(content, o.Host()))
+		css, l := p.cfg.Content.CSS(content, o.Host())
+		b.WriteString(css)
+		lazy = l
 	}
 	// One rule per selector: an invalid one drops only its own rule.
 	for _, sel := range o.HideSelectors {
@@ -338,7 +342,7 @@ func (p *Pool) stylesheet(o *screenshot.Options, content []string) string {
 	if o.Styles != "" {
 		b.WriteString("\n" + o.Styles)
 	}
-	return strings.TrimSpace(b.String())
+	return strings.TrimSpace(b.String()), lazy
 }
 
 // mediaType is the emulated CSS media type; "" leaves the browser's own.
@@ -352,19 +356,47 @@ func mediaType(o *screenshot.Options) string {
 	return ""
 }
 
-// hideScript adopts the filter stylesheet, and adopts it again if the page
-// replaces the document's adopted stylesheets.
+// hideScript adopts the stylesheet, and a second one that receives the
+// lazy generic selectors whose class or id appears in the document (looked
+// for when the document is parsed, loaded, and after each change, once a
+// frame); both are adopted again if the page replaces the document's
+// adopted stylesheets.
 const hideScript = `(() => {
 	const sheet = new CSSStyleSheet();
 	sheet.replaceSync(%s);
+	const lazy = %s, seen = new Set(), found = new CSSStyleSheet();
 	const adopt = () => {
-		if (!document.adoptedStyleSheets.includes(sheet)) {
-			document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+		const have = document.adoptedStyleSheets;
+		if (!have.includes(sheet) || !have.includes(found)) {
+			document.adoptedStyleSheets = [...have.filter((s) => s !== sheet && s !== found), sheet, found];
 		}
 	};
+	const look = (token) => {
+		if (seen.has(token)) return;
+		seen.add(token);
+		for (const sel of lazy[token] || []) {
+			try { found.insertRule(sel + " { display: none !important; }", found.cssRules.length); } catch (e) {}
+		}
+	};
+	const scan = () => {
+		for (const el of document.querySelectorAll("[id],[class]")) {
+			if (el.id) look("#" + el.id);
+			for (const c of el.classList) look("." + c);
+		}
+		adopt();
+	};
 	adopt();
-	document.addEventListener("DOMContentLoaded", adopt);
-	addEventListener("load", adopt);
+	document.addEventListener("DOMContentLoaded", scan);
+	addEventListener("load", scan);
+	if (Object.keys(lazy).length > 0) {
+		let queued = false;
+		new MutationObserver(() => {
+			if (!queued) {
+				queued = true;
+				requestAnimationFrame(() => { queued = false; scan(); });
+			}
+		}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ["id", "class"]});
+	}
 })();`
 
 func hostname(u string) string {
