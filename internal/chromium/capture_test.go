@@ -86,6 +86,14 @@ func solidPNG(t *testing.T, c color.RGBA) []byte {
 	return buf.Bytes()
 }
 
+// pixelAt renders a 200×100 PNG of target with the options kv and returns
+// its centre pixel.
+func pixelAt(t *testing.T, p *Pool, target string, kv ...string) color.Color {
+	t.Helper()
+	img := render(t, p, opts(t, target, append([]string{"format", "png", "width", "200", "height", "100"}, kv...)...))
+	return img.At(100, 50)
+}
+
 func renderErr(t *testing.T, p *Pool, o *screenshot.Options) error {
 	t.Helper()
 	_, err := p.Render(context.Background(), o)
@@ -181,18 +189,15 @@ func TestWaits(t *testing.T) {
 	p := pool(t)
 	s := optionSite(t)
 	t.Run("wait_for_selector", func(t *testing.T) {
-		img := render(t, p, opts(t, s.URL+"/late", "format", "png", "width", "200", "height", "100", "wait_for_selector", "#late"))
-		if c := img.At(100, 50); !near(c, red, 0) {
+		if c := pixelAt(t, p, s.URL+"/late", "wait_for_selector", "#late"); !near(c, red, 0) {
 			t.Errorf("pixel = %v, want the late element's red", c)
 		}
 	})
 	t.Run("delay", func(t *testing.T) {
-		img := render(t, p, opts(t, s.URL+"/paint-later", "format", "png", "width", "200", "height", "100", "delay", "2"))
-		if c := img.At(100, 50); !near(c, blue, 0) {
+		if c := pixelAt(t, p, s.URL+"/paint-later", "delay", "2"); !near(c, blue, 0) {
 			t.Errorf("pixel = %v, want blue painted after 1 s", c)
 		}
-		img = render(t, p, opts(t, s.URL+"/paint-later", "format", "png", "width", "200", "height", "100"))
-		if c := img.At(100, 50); !near(c, white, 0) {
+		if c := pixelAt(t, p, s.URL+"/paint-later"); !near(c, white, 0) {
 			t.Errorf("without delay: %v, want white", c)
 		}
 	})
@@ -206,8 +211,7 @@ func TestWaits(t *testing.T) {
 			{"/fetch-later", "networkidle0", blue},
 			{"/fetch-later", "networkidle2", white}, // one request in flight is "almost idle"
 		} {
-			img := render(t, p, opts(t, s.URL+tc.path, "format", "png", "width", "200", "height", "100", "wait_until", tc.until))
-			if c := img.At(100, 50); !near(c, tc.want, 0) {
+			if c := pixelAt(t, p, s.URL+tc.path, "wait_until", tc.until); !near(c, tc.want, 0) {
 				t.Errorf("%s with wait_until=%s: %v, want %v", tc.path, tc.until, c, tc.want)
 			}
 		}
@@ -235,11 +239,7 @@ func TestWaits(t *testing.T) {
 func TestInteractions(t *testing.T) {
 	p := pool(t)
 	s := optionSite(t)
-	px := func(path string, kv ...string) color.Color {
-		t.Helper()
-		img := render(t, p, opts(t, s.URL+path, append([]string{"format", "png", "width", "200", "height", "100"}, kv...)...))
-		return img.At(100, 50)
-	}
+	px := func(path string, kv ...string) color.Color { return pixelAt(t, p, s.URL+path, kv...) }
 	if c := px("/box"); !near(c, red, 0) {
 		t.Fatalf("box = %v, want red", c)
 	}
@@ -289,22 +289,18 @@ func TestEmulation(t *testing.T) {
 		}
 	})
 	t.Run("media_type", func(t *testing.T) {
-		img := render(t, p, opts(t, s.URL+"/print", "format", "png", "width", "200", "height", "100", "media_type", "print"))
-		if c := img.At(100, 50); !near(c, red, 0) {
+		if c := pixelAt(t, p, s.URL+"/print", "media_type", "print"); !near(c, red, 0) {
 			t.Errorf("print: %v, want red", c)
 		}
-		img = render(t, p, opts(t, s.URL+"/print", "format", "png", "width", "200", "height", "100"))
-		if c := img.At(100, 50); !near(c, white, 0) {
+		if c := pixelAt(t, p, s.URL+"/print"); !near(c, white, 0) {
 			t.Errorf("screen: %v, want white", c)
 		}
 	})
 	t.Run("time_zone", func(t *testing.T) {
-		img := render(t, p, opts(t, s.URL+"/tz", "format", "png", "width", "200", "height", "100", "time_zone", "Asia/Tokyo"))
-		if c := img.At(100, 50); !near(c, green, 0) {
+		if c := pixelAt(t, p, s.URL+"/tz", "time_zone", "Asia/Tokyo"); !near(c, green, 0) {
 			t.Errorf("Asia/Tokyo: %v, want green", c)
 		}
-		img = render(t, p, opts(t, s.URL+"/tz", "format", "png", "width", "200", "height", "100", "time_zone", "Europe/Berlin"))
-		if c := img.At(100, 50); !near(c, white, 0) {
+		if c := pixelAt(t, p, s.URL+"/tz", "time_zone", "Europe/Berlin"); !near(c, white, 0) {
 			t.Errorf("Europe/Berlin: %v, want white", c)
 		}
 	})

@@ -58,12 +58,19 @@ func applyUserAgent(o *Options, v value) error {
 	return nil
 }
 
-func applyBlockRequests(o *Options, v value) error {
-	for line := range strings.SplitSeq(v.s, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
+// lines are the non-empty lines of a list parameter, trimmed.
+func lines(s string) []string {
+	var out []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
 		}
+	}
+	return out
+}
+
+func applyBlockRequests(o *Options, v value) error {
+	for _, line := range lines(v.s) {
 		if strings.Trim(line, "*") == "" {
 			return Errorf(EINVALID, "parameter block_requests: pattern %q would block every request, including the page itself", clip(line, 32))
 		}

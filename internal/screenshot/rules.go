@@ -140,11 +140,7 @@ func applyTimeZone(o *Options, v value) error {
 // applyHideSelectors takes one selector per line. Whether a selector parses
 // is decided by the browser, where a bad one is a 400 too.
 func applyHideSelectors(o *Options, v value) error {
-	for line := range strings.SplitSeq(v.s, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
+	for _, line := range lines(v.s) {
 		if strings.ContainsAny(line, "{}") {
 			return Errorf(EINVALID, "parameter hide_selectors: %q is not a selector (braces are not allowed)", clip(line, 64))
 		}
