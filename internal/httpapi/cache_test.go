@@ -41,7 +41,10 @@ func (c *countingRenderer) Render(ctx context.Context, o *screenshot.Options) (*
 	if gate != nil {
 		<-gate
 	}
-	return &screenshot.Image{Data: []byte("render-" + strconv.Itoa(n)), Format: o.Format}, nil
+	// A full-page capture "cut" at its maximum height, as the renderer
+	// reports one.
+	cut := o.FullPage && o.FullPageMaxHeight < screenshot.MaxCaptureSide
+	return &screenshot.Image{Data: []byte("render-" + strconv.Itoa(n)), Format: o.Format, Truncated: cut}, nil
 }
 
 func (c *countingRenderer) count() int {
@@ -325,5 +328,21 @@ func TestCacheHitRechecksThePolicy(t *testing.T) {
 	}
 	if f.render.count() != 1 {
 		t.Errorf("renders = %d", f.render.count())
+	}
+}
+
+// TestTruncatedHeader: a cut full-page capture says so, fresh and from the
+// cache; a whole one says nothing.
+func TestTruncatedHeader(t *testing.T) {
+	f := newCacheFixture(t, nil, 0)
+	for _, want := range []string{"MISS", "HIT"} {
+		resp, body := f.do(t, f.q("full_page", "true", "full_page_max_height", "1000"), nil)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != want || resp.Header.Get("X-Screenshot-Truncated") != "true" {
+			t.Errorf("%s: %d %v %s", want, resp.StatusCode, resp.Header, body)
+		}
+	}
+	resp, _ := f.do(t, f.q("full_page", "true"), nil)
+	if _, ok := resp.Header["X-Screenshot-Truncated"]; ok || resp.StatusCode != 200 {
+		t.Errorf("whole page: %d %v", resp.StatusCode, resp.Header)
 	}
 }

@@ -37,11 +37,16 @@ func RunCache(t *testing.T, c screenshot.Cache) {
 			got.Expires.Sub(want.Expires).Abs() > time.Second {
 			t.Errorf("got %+v, want %+v", got, want)
 		}
-		// Overwriting replaces.
-		if err := c.Put(ctx, id, entry("second", time.Hour)); err != nil {
+		if got.Truncated {
+			t.Error("an entry came back truncated")
+		}
+		// Overwriting replaces; the truncation mark travels with the entry.
+		cut := entry("second", time.Hour)
+		cut.Truncated = true
+		if err := c.Put(ctx, id, cut); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := c.Get(ctx, id); got == nil || string(got.Data) != "second" {
+		if got, _ := c.Get(ctx, id); got == nil || string(got.Data) != "second" || !got.Truncated {
 			t.Errorf("after overwrite: %+v", got)
 		}
 	})
