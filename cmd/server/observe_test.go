@@ -68,7 +68,10 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 
 	env := environ{"PORT": "0", "METRICS_PORT": "0", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome,
 		"ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "MAX_PAGE_LOAD_TIMEOUT": "1000",
-		"MAX_CONCURRENT_SCREENSHOTS": "1", "MAX_QUEUED_SCREENSHOTS": "0"}
+		"MAX_CONCURRENT_SCREENSHOTS": "1", "MAX_QUEUED_SCREENSHOTS": "0",
+		// A day-long window: a minute boundary between the two requests of
+		// the limited key would let both through.
+		"RATE_LIMIT_WINDOW_MS": "86400000"}
 	secret := newKey(t, env, "--plan", "pro")
 	limited := newKey(t, env, "--plan", "pro", "--rate-limit", "1")
 	m := startMain(t, env)
