@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/shutterhq/shutter/internal/config"
+	"github.com/shutterhq/shutter/internal/logging"
 )
 
 func main() {
@@ -87,7 +88,7 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return logging.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return logging.New(slog.NewTextHandler(w, opts))
 }

@@ -31,6 +31,10 @@ func classify(ctx context.Context, err error) error {
 	if errors.As(err, &le) {
 		return &screenshot.Error{Code: screenshot.EUPSTREAM, Message: loadMessage(le.ErrorText), Err: err}
 	}
+	if strings.Contains(err.Error(), "Not attached to an active page") {
+		// The page replaced itself (a reload, a navigation) under a step.
+		return &screenshot.Error{Code: screenshot.EUPSTREAM, Message: "the page navigated away while it was being captured; it may reload itself", Err: err}
+	}
 	return err
 }
 

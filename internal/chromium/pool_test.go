@@ -558,6 +558,11 @@ func TestClassifyKeepsCodedErrors(t *testing.T) {
 	if got := classify(context.Background(), fmt.Errorf("wrap: %w", e)); !errors.Is(got, e) {
 		t.Fatalf("classify lost the coded error: %v", got)
 	}
+	// A page that replaces itself under the capture is the page's doing.
+	gone := errors.New("capture: Not attached to an active page (-32000)")
+	if got := classify(context.Background(), gone); screenshot.ErrorCode(got) != screenshot.EUPSTREAM {
+		t.Errorf("a page gone under the capture: %v", got)
+	}
 }
 
 // netListen returns a free loopback port.

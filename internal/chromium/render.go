@@ -168,7 +168,7 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if len(st.blocked) > 0 {
-			args := []any{"request_id", screenshot.RequestIDFrom(ctx)}
+			var args []any
 			for c, n := range st.blocked {
 				args = append(args, c, n)
 			}

@@ -106,16 +106,6 @@ func (c *DirCache) Put(ctx context.Context, id string, e *screenshot.CacheEntry)
 	return nil
 }
 
-// Ping checks that the directory takes a file.
-func (c *DirCache) Ping(ctx context.Context) error {
-	f, err := os.CreateTemp(c.dir, ".ping-*")
-	if err != nil {
-		return err
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
 // Sweep deletes expired entries and temporary files left by a crash.
 func (c *DirCache) Sweep(ctx context.Context) (removed int, err error) {
 	now := time.Now()

@@ -7,10 +7,13 @@ package embedded
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -19,32 +22,11 @@ import (
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
-const schema = `
-CREATE TABLE IF NOT EXISTS api_keys (
-	id            TEXT PRIMARY KEY,
-	name          TEXT NOT NULL DEFAULT '',
-	prefix        TEXT NOT NULL,
-	hash          TEXT NOT NULL UNIQUE,
-	plan          TEXT NOT NULL,
-	domains       TEXT NOT NULL DEFAULT '',
-	rate_limit    INTEGER NOT NULL DEFAULT 0,
-	monthly_quota INTEGER NOT NULL DEFAULT 0,
-	created_at    INTEGER NOT NULL,
-	revoked_at    INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS usage (
-	key_id TEXT NOT NULL,
-	period TEXT NOT NULL,
-	used   INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (key_id, period)
-);
-CREATE TABLE IF NOT EXISTS quota_holds (
-	id         TEXT PRIMARY KEY,
-	key_id     TEXT NOT NULL,
-	period     TEXT NOT NULL,
-	expires_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS quota_holds_key ON quota_holds (key_id, period);`
+// migrations are the numbered schema changes, applied in order once each;
+// schema_migrations records which ran (as in the PostgreSQL store).
+//
+//go:embed migrations/*.sql
+var migrations embed.FS
 
 // Store is the embedded key store.
 type Store struct {
@@ -62,16 +44,54 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
 	path := filepath.Join(dir, "shutter.db")
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("embedded store %s: %w", path, err)
 	}
-	if _, err := db.Exec(schema); err != nil {
+	if err := migrate(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embedded store %s: %w", path, err)
 	}
 	return &Store{db: db}, nil
+}
+
+// migrate applies the migrations that have not run, each in an immediate
+// transaction (SQLite's writer lock: two processes opening one file at once
+// take turns).
+func migrate(db *sql.DB) error {
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
+		body, _ := migrations.ReadFile(name)
+		tx, err := db.Begin()
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", version, err)
+		}
+		var done int
+		err = tx.QueryRow(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, version).Scan(&done)
+		if err == nil && done == 0 {
+			if _, err = tx.Exec(string(body)); err == nil {
+				_, err = tx.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().Unix())
+			}
+		}
+		if err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", version, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate %s: %w", version, err)
+		}
+	}
+	return nil
 }
 
 // Close closes the database.
@@ -206,7 +226,7 @@ func (s *Store) Reserve(ctx context.Context, keyID, period string, quota int, tt
 			return "", screenshot.ErrQuotaExhausted
 		}
 	}
-	hold := screenshot.NewKeyID()
+	hold := screenshot.NewToken()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO quota_holds (id, key_id, period, expires_at) VALUES (?, ?, ?, ?)`,
 		hold, keyID, period, now.Add(ttl).UnixNano()); err != nil {
 		return "", fmt.Errorf("reserve quota: %w", err)

@@ -67,7 +67,7 @@ func (s *Server) fill(ctx context.Context, id string, key *screenshot.Key, limit
 		unlock, ok, err := s.Lock.Lock(ctx, "fill:"+id, lockTTL)
 		switch {
 		case err != nil:
-			s.log.WarnContext(ctx, "cache fill lock unavailable; rendering", "request_id", RequestID(ctx), "err", err)
+			s.log.WarnContext(ctx, "cache fill lock unavailable; rendering", "err", err)
 		case ok:
 			defer unlock()
 			// It may have been filled between our miss and the lock.
@@ -88,7 +88,7 @@ func (s *Server) fill(ctx context.Context, id string, key *screenshot.Key, limit
 		Truncated: img.Truncated}
 	if err := s.Cache.Put(ctx, id, e); err != nil {
 		s.count(func(m *metrics.Metrics) { m.CacheRequests.WithLabelValues("error").Inc() })
-		s.log.WarnContext(ctx, "cache store failed; served uncached", "request_id", RequestID(ctx), "err", err)
+		s.log.WarnContext(ctx, "cache store failed; served uncached", "err", err)
 	}
 	return filled{entry: e}, nil
 }
@@ -126,7 +126,7 @@ func (s *Server) cacheGet(ctx context.Context, id string) *screenshot.CacheEntry
 		s.count(func(m *metrics.Metrics) { m.CacheRequests.WithLabelValues("miss").Inc() })
 	default:
 		s.count(func(m *metrics.Metrics) { m.CacheRequests.WithLabelValues("error").Inc() })
-		s.log.WarnContext(ctx, "cache read failed; rendering", "request_id", RequestID(ctx), "err", err)
+		s.log.WarnContext(ctx, "cache read failed; rendering", "err", err)
 	}
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 
 // info is what one request's steps tell the access log.
 type info struct {
-	id     string
 	keyID  string
 	cache  string
 	status int
@@ -34,7 +33,7 @@ func reqInfo(ctx context.Context) *info {
 }
 
 // RequestID returns the id of the request of ctx.
-func RequestID(ctx context.Context) string { return reqInfo(ctx).id }
+func RequestID(ctx context.Context) string { return screenshot.RequestIDFrom(ctx) }
 
 func newRequestID() string {
 	b := make([]byte, 12)
@@ -71,17 +70,18 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		in := &info{id: newRequestID()}
-		ctx := screenshot.WithRequestID(context.WithValue(r.Context(), infoKey{}, in), in.id)
+		id := newRequestID()
+		in := &info{}
+		ctx := screenshot.WithRequestID(context.WithValue(r.Context(), infoKey{}, in), id)
 		r = r.WithContext(ctx)
-		w.Header().Set("X-Request-Id", in.id)
+		w.Header().Set("X-Request-Id", id)
 		rec := &recorder{ResponseWriter: w, in: in}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.ErrorContext(ctx, "panic", "request_id", in.id, "panic", fmt.Sprint(v))
+				s.log.ErrorContext(ctx, "panic", "panic", fmt.Sprint(v))
 				if in.status == 0 {
 					s.writeError(rec, r, errors.New("panic"))
 				}
@@ -91,8 +91,7 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				m.Requests.WithLabelValues(route, strconv.Itoa(in.status)).Inc()
 				m.RequestDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 			})
-			s.log.InfoContext(ctx, "request",
-				"request_id", in.id, "method", r.Method, "path", r.URL.Path,
+			s.log.InfoContext(ctx, "request", "method", r.Method, "path", r.URL.Path,
 				"status", in.status, "duration_ms", time.Since(start).Milliseconds(),
 				"bytes", in.bytes, "key_id", in.keyID, "cache", in.cache)
 		}()
@@ -143,15 +142,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
 		// The target's fault, not ours.
-		s.log.WarnContext(r.Context(), "target failed", "request_id", id, "status", status, "err", err)
+		s.log.WarnContext(r.Context(), "target failed", "status", status, "err", err)
 	case status >= 500:
-		s.log.ErrorContext(r.Context(), "request failed", "request_id", id, "status", status, "err", err)
+		s.log.ErrorContext(r.Context(), "request failed", "status", status, "err", err)
 	case errors.As(err, &se) && se.Err != nil:
 		// The client's message leaves detail out (what a refused name
 		// resolved to, say); the log keeps it.
-		s.log.InfoContext(r.Context(), "request refused", "request_id", id, "status", status, "err", err)
+		s.log.InfoContext(r.Context(), "request refused", "status", status, "err", err)
 	default:
-		s.log.DebugContext(r.Context(), "request refused", "request_id", id, "status", status, "err", err)
+		s.log.DebugContext(r.Context(), "request refused", "status", status, "err", err)
 	}
 	if errors.As(err, &se) && se.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((se.RetryAfter+time.Second-1)/time.Second)))

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/shutterhq/shutter/internal/health"
+	"github.com/shutterhq/shutter/internal/logging"
 	"github.com/shutterhq/shutter/internal/metrics"
 	"github.com/shutterhq/shutter/internal/queue"
 	"github.com/shutterhq/shutter/internal/screenshot"
@@ -80,7 +81,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // New returns the server with its routes.
 func New(d Deps, log *slog.Logger) *Server {
-	s := &Server{Deps: d, log: log}
+	s := &Server{Deps: d, log: logging.New(log.Handler())}
 	r := httprouter.New()
 	r.HandlerFunc(http.MethodGet, "/v1/screenshots/take", s.take)
 	r.HandlerFunc(http.MethodGet, "/health/live", s.live)
@@ -172,7 +173,7 @@ func (s *Server) render(ctx context.Context, key *screenshot.Key, limits screens
 	}()
 	if o.BypassCSP {
 		u, _ := url.Parse(o.URL)
-		s.log.WarnContext(ctx, "bypass_csp used", "request_id", RequestID(ctx), "key_id", key.ID, "target_host", u.Hostname())
+		s.log.WarnContext(ctx, "bypass_csp used", "key_id", key.ID, "target_host", u.Hostname())
 	}
 	start := time.Now()
 	img, err = s.Renderer.Render(ctx, o)
@@ -246,7 +247,7 @@ func (s *Server) settle(ctx context.Context, hold string, ok bool) {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		if err := s.Quota.Release(rctx, hold); err != nil {
-			s.log.WarnContext(ctx, "release quota hold; it will expire", "request_id", RequestID(ctx), "err", err)
+			s.log.WarnContext(ctx, "release quota hold; it will expire", "err", err)
 		}
 		return
 	}
@@ -265,7 +266,7 @@ func (s *Server) settle(ctx context.Context, hold string, ok bool) {
 				return
 			}
 		}
-		s.log.ErrorContext(ctx, "quota unit not counted: the usage store stayed unreachable", "request_id", RequestID(ctx))
+		s.log.ErrorContext(ctx, "quota unit not counted: the usage store stayed unreachable")
 	}()
 }
 
@@ -278,10 +279,10 @@ func (s *Server) commit(ctx context.Context, hold string) bool {
 	case err == nil:
 		return true
 	case errors.Is(err, screenshot.ErrHoldGone):
-		s.log.ErrorContext(ctx, "quota hold expired before its render was counted", "request_id", RequestID(ctx))
+		s.log.ErrorContext(ctx, "quota hold expired before its render was counted")
 		return true
 	default:
-		s.log.WarnContext(ctx, "commit quota; retrying", "request_id", RequestID(ctx), "err", err)
+		s.log.WarnContext(ctx, "commit quota; retrying", "err", err)
 		return false
 	}
 }
@@ -349,7 +350,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 			msg := err.Error()
 			if !s.HealthDetails {
 				msg = screenshot.ErrorMessage(err)
-				s.log.WarnContext(r.Context(), "not ready", "request_id", RequestID(r.Context()), "err", err)
+				s.log.WarnContext(r.Context(), "not ready", "err", err)
 			}
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "timestamp": now, "error": msg})
 			return

@@ -222,7 +222,7 @@ func (s *Store) UpdateKey(ctx context.Context, id string, u screenshot.KeyUpdate
 // the transaction, so reservations of one key are serialised across every
 // server that shares the database.
 func (s *Store) Reserve(ctx context.Context, keyID, period string, quota int, ttl time.Duration) (string, error) {
-	hold := screenshot.NewKeyID()
+	hold := screenshot.NewToken()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO usage (key_id, period, used) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, keyID, period); err != nil {
 			return err

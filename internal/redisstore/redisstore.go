@@ -74,9 +74,6 @@ func (l *Limiter) Close() error { return l.client.Close() }
 // Ping checks that Redis answers.
 func (l *Limiter) Ping(ctx context.Context) error { return l.client.Ping(ctx).Err() }
 
-// Client is the underlying client, for other uses of the same Redis.
-func (l *Limiter) Client() *redis.Client { return l.client }
-
 // Degraded returns the last Redis error while the fallback is in use.
 func (l *Limiter) Degraded() error {
 	if time.Now().UnixNano() < l.downUntil.Load() {
@@ -128,7 +125,7 @@ return 0`)
 // Lock takes a short lock that only its holder can release; it expires by
 // itself after ttl so a crashed holder cannot keep it.
 func (l *Limiter) Lock(ctx context.Context, name string, ttl time.Duration) (func(), bool, error) {
-	token := screenshot.NewKeyID()
+	token := screenshot.NewToken()
 	key := l.prefix + "lock:" + name
 	ok, err := l.client.SetNX(ctx, key, token, ttl).Result()
 	if err != nil || !ok {

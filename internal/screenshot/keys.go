@@ -115,6 +115,14 @@ func NewKeyID() string {
 	return "key_" + hex.EncodeToString(b)
 }
 
+// NewToken returns an opaque random token (128 bits, hex) for holds, locks
+// and the like: nothing a person reads, nothing that looks like a key id.
+func NewToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // DisplayPrefix is the part of a secret that may be shown.
 func DisplayPrefix(secret string) string {
 	i := strings.LastIndexByte(secret, '_')
