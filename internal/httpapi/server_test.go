@@ -522,7 +522,7 @@ func TestEveryErrorCodeHasAStatus(t *testing.T) {
 	} {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodGet, "/v1/screenshots/take", nil)
-		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, &info{id: "req-1"}))
+		r = r.WithContext(screenshot.WithRequestID(r.Context(), "req-1"))
 		s.writeError(w, r, screenshot.Errorf(code, "m"))
 		if w.Code != want {
 			t.Errorf("%s: status %d, want %d", code, w.Code, want)
