@@ -177,15 +177,36 @@ func (p *Pool) add(b *browser) {
 	}()
 }
 
-// drop stops supervising the browser of that name and disconnects it.
+// drop drains the browser of that name: it takes no new render at once,
+// the renders in flight on it finish (at most the render timeout and a
+// margin), then it is disconnected. A browser pod that leaves discovery
+// (a rollout, a node drain) loses no render this way.
 func (p *Pool) drop(name string) {
 	p.bmu.Lock()
-	defer p.bmu.Unlock()
-	if stop, ok := p.stops[name]; ok {
-		stop()
-		delete(p.stops, name)
-		delete(p.browsers, name)
+	b, ok := p.browsers[name]
+	stop := p.stops[name]
+	delete(p.stops, name)
+	delete(p.browsers, name)
+	p.bmu.Unlock()
+	if !ok {
+		return
 	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		deadline := time.Now().Add(p.cfg.Timeout + 5*time.Second)
+		for b.active.Load() > 0 && time.Now().Before(deadline) {
+			select {
+			case <-p.ctx.Done():
+				deadline = time.Now() // closing: Close waits for the renders itself
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if n := b.active.Load(); n > 0 {
+			p.log.Warn("browser drained with renders still in flight", "browser", name, "renders", n)
+		}
+		stop()
+	}()
 }
 
 func (p *Pool) list() []*browser {
@@ -228,7 +249,7 @@ func (p *Pool) discover(ctx context.Context) {
 	}
 	p.bmu.Unlock()
 	for _, name := range gone {
-		p.log.InfoContext(ctx, "browser gone from discovery", "browser", name)
+		p.log.InfoContext(ctx, "browser gone from discovery; draining it", "browser", name)
 		p.drop(name)
 	}
 	for u := range want {

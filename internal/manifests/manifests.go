@@ -45,6 +45,10 @@ const (
 	// RotateBrowserTokenAnnotation on a ScreenshotService asks for a new
 	// browser token: each new value rotates once.
 	RotateBrowserTokenAnnotation = "shutter.dev/rotate-browser-token"
+	// BrowserPreStop is how long a leaving browser pod keeps serving before
+	// its supervisor drains: longer than the API's discovery interval
+	// (10 s).
+	BrowserPreStop = 15 * time.Second
 	// RotatedForAnnotation on the generated Secret records the rotation
 	// request it answered.
 	RotatedForAnnotation = "shutter.dev/rotated-for"
@@ -367,6 +371,13 @@ func BrowserArgs(s *shutterv1.ScreenshotService) []string {
 // BrowserDeployment runs headless Chromium pods.
 func BrowserDeployment(s *shutterv1.ScreenshotService, tokenHash string) *appsv1.Deployment {
 	b := s.Spec.Browser
+	// A leaving browser pod first waits out the API's discovery interval
+	// (it is out of the headless Service at once; the API notices within
+	// the interval and stops sending it renders), then the supervisor
+	// drains on SIGTERM: the renders in flight finish.
+	timeout := screenshotTimeout(s)
+	drain := timeout + 5*time.Second
+	grace := int64((BrowserPreStop + drain + 10*time.Second) / time.Second)
 	shm := resource.MustParse("1Gi")
 	if b.ShmSize != nil {
 		shm = *b.ShmSize
@@ -377,11 +388,14 @@ func BrowserDeployment(s *shutterv1.ScreenshotService, tokenHash string) *appsv1
 		ImagePullPolicy: b.ImagePullPolicy,
 		Args:            BrowserArgs(s),
 		Env: []corev1.EnvVar{{Name: "HOME", Value: "/tmp"},
+			{Name: "SHUTDOWN_GRACE_MS", Value: strconv.FormatInt(drain.Milliseconds(), 10)},
 			secretEnv(BrowserTokenKey, shutterv1.SecretKeyRef{Name: AuthSecretName(s), Key: BrowserTokenKey}), previousTokenEnv(s)},
-		Ports:           []corev1.ContainerPort{{Name: "devtools", ContainerPort: DevToolsPort, Protocol: corev1.ProtocolTCP}},
-		Resources:       orResources(b.Resources, "250m", "512Mi", "2Gi"),
-		ReadinessProbe:  httpProbe("/readyz", DevToolsPort, 5, 2),
-		LivenessProbe:   httpProbe("/healthz", DevToolsPort, 10, 3),
+		Ports:          []corev1.ContainerPort{{Name: "devtools", ContainerPort: DevToolsPort, Protocol: corev1.ProtocolTCP}},
+		Resources:      orResources(b.Resources, "250m", "512Mi", "2Gi"),
+		ReadinessProbe: httpProbe("/readyz", DevToolsPort, 5, 2),
+		LivenessProbe:  httpProbe("/healthz", DevToolsPort, 10, 3),
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+			Sleep: &corev1.SleepAction{Seconds: int64(BrowserPreStop / time.Second)}}},
 		SecurityContext: restricted(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "dshm", MountPath: "/dev/shm"},
@@ -392,12 +406,15 @@ func BrowserDeployment(s *shutterv1.ScreenshotService, tokenHash string) *appsv1
 		ObjectMeta: meta(s, BrowserName(s), "browser"),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(b.Replicas, 2)),
+			// A new browser is up before an old one leaves.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
 			Selector: &metav1.LabelSelector{MatchLabels: selector(s, "browser")},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s, "browser"), Annotations: podAnnotations(s, map[string]string{ConfigHashAnnotation: tokenHash})},
 				Spec: corev1.PodSpec{
 					Containers:                    []corev1.Container{c},
-					TerminationGracePeriodSeconds: ptr.To[int64](10),
+					TerminationGracePeriodSeconds: ptr.To(grace),
 					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), FSGroup: ptr.To[int64](nonRootUID)},
 					AutomountServiceAccountToken:  ptr.To(false),
 					Volumes: []corev1.Volume{

@@ -177,6 +177,23 @@ func TestBrowser(t *testing.T) {
 	for _, e := range c.Env {
 		token = token || (e.Name == "BROWSER_TOKEN" && e.ValueFrom.SecretKeyRef.Name == "shots-auth" && e.ValueFrom.SecretKeyRef.Key == "BROWSER_TOKEN")
 	}
+	// Rolling browsers lose no render: a new pod before an old one goes, the
+	// old one outlives the API's discovery interval, then drains.
+	if ru := d.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxUnavailable.IntValue() != 0 {
+		t.Errorf("strategy %+v", d.Spec.Strategy)
+	}
+	pre := c.Lifecycle.PreStop.Sleep.Seconds
+	grace := *d.Spec.Template.Spec.TerminationGracePeriodSeconds
+	if pre < 10 || grace < pre+30 {
+		t.Errorf("preStop %ds, grace %ds: must outlast discovery (10 s) and a render (30 s)", pre, grace)
+	}
+	var drain bool
+	for _, e := range c.Env {
+		drain = drain || (e.Name == "SHUTDOWN_GRACE_MS" && e.Value == "35000")
+	}
+	if !drain {
+		t.Errorf("the supervisor's drain time is not the render timeout and a margin: %+v", c.Env)
+	}
 	if !token || d.Spec.Template.Annotations[ConfigHashAnnotation] != "h" {
 		t.Errorf("browser token env %+v, annotations %v", c.Env, d.Spec.Template.Annotations)
 	}
