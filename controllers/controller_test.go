@@ -482,3 +482,37 @@ func TestBrowserToken(t *testing.T) {
 		t.Fatal("the token changed again without a new request")
 	}
 }
+
+// TestDeletingServiceCreatesNothing: while a ScreenshotService is being
+// deleted (another controller's finalizer holds it), a child that goes
+// does not come back.
+func TestDeletingServiceCreatesNothing(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	s := sample(ns, "shots")
+	s.Finalizers = []string{"test.shutter.dev/hold"}
+	if err := c.client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "browser service", func() error {
+		_, err := get(c, ns, "shots-browser", &corev1.Service{})
+		return err
+	})
+	if err := c.client.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := get(c, ns, "shots-browser", &corev1.Service{})
+	if err := c.client.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if _, err := get(c, ns, "shots-browser", &corev1.Service{}); err == nil {
+		t.Error("a child of a service being deleted was created again")
+	}
+	cur, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+	cur.Finalizers = nil
+	if err := c.client.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -62,6 +62,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !s.DeletionTimestamp.IsZero() {
+		// Going away (held by someone's finalizer): its children go with
+		// it through their owner references; recreating one would only
+		// race the garbage collector.
+		return ctrl.Result{}, nil
+	}
 	before := s.Status.DeepCopy()
 
 	generated, err := r.ensureGenerated(ctx, &s)

@@ -44,11 +44,24 @@ func env(name, def string) string {
 	return def
 }
 
+// serviceAccountNamespace is where a pod finds its namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// defaultLeaderElect is LEADER_ELECT when set; otherwise on in a cluster
+// and off elsewhere: run from a workstation with a kubeconfig there is no
+// pod namespace to hold the lease, and one process needs no election.
+func defaultLeaderElect(getenv func(string) string, exists func(string) bool) bool {
+	if v, err := strconv.ParseBool(getenv("LEADER_ELECT")); err == nil {
+		return v
+	}
+	return getenv("KUBERNETES_SERVICE_HOST") != "" && exists(serviceAccountNamespace)
+}
+
 func run() error {
-	leaderDefault, _ := strconv.ParseBool(env("LEADER_ELECT", "true"))
+	leaderDefault := defaultLeaderElect(os.Getenv, func(p string) bool { _, err := os.Stat(p); return err == nil })
 	metricsAddr := flag.String("metrics-bind-address", env("METRICS_BIND_ADDRESS", ":8080"), "address of the metrics endpoint; 0 turns it off")
 	probeAddr := flag.String("health-probe-bind-address", env("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "address of /healthz and /readyz")
-	leaderElect := flag.Bool("leader-elect", leaderDefault, "elect a leader, so that only one replica reconciles")
+	leaderElect := flag.Bool("leader-elect", leaderDefault, "elect a leader, so that only one replica reconciles (default: in a cluster)")
 	leaderNS := flag.String("leader-election-namespace", env("LEADER_ELECTION_NAMESPACE", ""), "namespace of the leader lease")
 	watchNS := flag.String("watch-namespace", env("WATCH_NAMESPACE", ""), "only this namespace (default all)")
 	opts := zap.Options{}
