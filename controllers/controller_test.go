@@ -119,6 +119,7 @@ func TestCreateMakesEveryObject(t *testing.T) {
 		obj  client.Object
 	}{
 		{"shots-browser", &corev1.Service{}}, {"shots-browser", &networkingv1.NetworkPolicy{}}, {"shots-api", &networkingv1.NetworkPolicy{}},
+		{"shots-metrics", &corev1.Service{}},
 		{"shots-api", &policyv1.PodDisruptionBudget{}}, {"shots-browser", &policyv1.PodDisruptionBudget{}},
 	} {
 		eventually(t, fmt.Sprintf("%T %s", o.obj, o.name), func() error {
@@ -454,12 +455,15 @@ func TestBrowserToken(t *testing.T) {
 	})
 	apiBefore, browserBefore := hashes()
 	rotate := func(v string) {
+		// A merge patch: the operator writes the status meanwhile, and an
+		// update would conflict with it.
 		s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		patch := client.MergeFrom(s.DeepCopy())
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}
 		}
 		s.Annotations[manifests.RotateBrowserTokenAnnotation] = v
-		if err := c.client.Update(ctx, s); err != nil {
+		if err := c.client.Patch(ctx, s, patch); err != nil {
 			t.Fatal(err)
 		}
 	}

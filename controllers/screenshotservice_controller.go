@@ -89,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		cm,
 		manifests.APIDeployment(&s, manifests.Hash(cm.Data, secretHash)),
 		manifests.APIService(&s),
+		manifests.MetricsService(&s),
 		manifests.BrowserDeployment(&s, tokens),
 		manifests.BrowserService(&s),
 		manifests.BrowserNetworkPolicy(&s),
@@ -237,7 +238,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&shutterv1.ScreenshotService{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A spec change, or an annotation (a rotation request); not the
+		// operator's own status writes.
+		For(&shutterv1.ScreenshotService{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).

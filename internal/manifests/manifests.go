@@ -339,15 +339,32 @@ func APIDeployment(s *shutterv1.ScreenshotService, configHash string) *appsv1.De
 	}
 }
 
-// APIService exposes the API.
+// APIService exposes the API: its HTTP port only, so that a LoadBalancer
+// type never publishes the metrics.
 func APIService(s *shutterv1.ScreenshotService) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: meta(s, ServiceName(s), "api"),
 		Spec: corev1.ServiceSpec{
 			Type:     orDefault(s.Spec.Service.Type, corev1.ServiceTypeClusterIP),
 			Selector: selector(s, "api"),
-			Ports: []corev1.ServicePort{{Name: "http", Port: port(s), TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
-				{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: port(s), TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// MetricsServiceName is the headless Service of the API pods' metrics.
+func MetricsServiceName(s *shutterv1.ScreenshotService) string { return s.Name + "-metrics" }
+
+// MetricsService is a headless Service over the API pods' metrics port,
+// for Prometheus to discover (a ServiceMonitor or plain endpoints
+// discovery); nothing routes to it from outside the cluster.
+func MetricsService(s *shutterv1.ScreenshotService) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(s, MetricsServiceName(s), "api"),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  selector(s, "api"),
+			Ports:     []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}},
 		},
 	}
 }

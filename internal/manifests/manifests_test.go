@@ -298,3 +298,19 @@ func TestAPINetworkPolicy(t *testing.T) {
 		t.Errorf("ingress = %+v", np.Spec.Ingress)
 	}
 }
+
+// TestMetricsOnlyOnTheirOwnService: the API Service (which may be a
+// LoadBalancer) carries the HTTP port alone; a headless Service carries
+// the metrics.
+func TestMetricsOnlyOnTheirOwnService(t *testing.T) {
+	s := svc()
+	s.Spec.Service.Type = corev1.ServiceTypeLoadBalancer
+	api := APIService(s)
+	if len(api.Spec.Ports) != 1 || api.Spec.Ports[0].Name != "http" {
+		t.Errorf("API Service ports %+v", api.Spec.Ports)
+	}
+	m := MetricsService(s)
+	if m.Spec.ClusterIP != corev1.ClusterIPNone || len(m.Spec.Ports) != 1 || m.Spec.Ports[0].Port != MetricsPort || m.Spec.Type != "" {
+		t.Errorf("metrics Service %+v", m.Spec)
+	}
+}
