@@ -13,7 +13,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "shutter.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // the kubebuilder layout; the API package has no other users
 
 	// AddToScheme adds the types of this group and version to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

@@ -85,7 +85,7 @@ const usage = `usage:
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
-	level.UnmarshalText([]byte(cfg.LogLevel))
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // config.Load allows the four names only
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
 		return logging.New(slog.NewJSONHandler(w, opts))

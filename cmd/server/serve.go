@@ -45,7 +45,7 @@ type store interface {
 // embedded SQLite file in DATA_DIR. This is the only place that chooses.
 func openStore(ctx context.Context, cfg *config.Config) (store, string, error) {
 	if cfg.UsesDatabase() {
-		s, err := postgres.Open(ctx, postgres.Config{DSN: cfg.DatabaseDSN(), MaxConns: int32(cfg.DatabaseMaxConns)})
+		s, err := postgres.Open(ctx, postgres.Config{DSN: cfg.DatabaseDSN(), MaxConns: int32(cfg.DatabaseMaxConns)}) //nolint:gosec // config bounds it to 1…1000
 		return s, "postgres", err
 	}
 	s, err := embedded.Open(cfg.DataDir)
@@ -423,7 +423,7 @@ func dataDirCheck(dir string) (string, map[string]any, error) {
 	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(filepath.Clean(dir), &st); err == nil {
-		free := st.Bavail * uint64(st.Bsize)
+		free := st.Bavail * uint64(st.Bsize) //nolint:gosec // a block size is positive
 		d["freeBytes"] = free
 		if free < 100<<20 {
 			return health.Impaired, d, fmt.Errorf("only %d MiB free in the data directory", free>>20)

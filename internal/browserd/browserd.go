@@ -259,7 +259,7 @@ func (s *Supervisor) runOnce(ctx context.Context) error {
 	defer os.RemoveAll(dir)
 	args := append([]string{}, s.cfg.Flags...)
 	args = append(args, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--user-data-dir="+dir)
-	cmd := exec.Command(s.cfg.ExecPath, args...)
+	cmd := exec.Command(s.cfg.ExecPath, args...) //nolint:gosec // the browser and its flags come from the operator's settings
 	cmd.Env = browserpath.Env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -268,8 +268,8 @@ func (s *Supervisor) runOnce(ctx context.Context) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	stop := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group
-		<-exited
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group
+		<-exited                                            //nolint:errcheck // the process is gone; how it ended does not matter here
 	}
 	// Chromium writes the port it chose, and the browser's path, here.
 	active := filepath.Join(dir, "DevToolsActivePort")
@@ -333,7 +333,7 @@ func (s *Supervisor) watchBusy(ctx context.Context) {
 			continue
 		}
 		var targets []struct{ Type string }
-		json.NewDecoder(resp.Body).Decode(&targets)
+		_ = json.NewDecoder(resp.Body).Decode(&targets) // a bad answer counts as no page
 		resp.Body.Close()
 		n := 0
 		for _, tg := range targets {

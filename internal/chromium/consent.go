@@ -49,7 +49,7 @@ func LoadConsentEngine(dir string) (*ConsentEngine, error) {
 	}
 	var pkg struct{ Version string }
 	if b, err := os.ReadFile(filepath.Join(dir, "package.json")); err == nil {
-		json.Unmarshal(b, &pkg)
+		_ = json.Unmarshal(b, &pkg) // the version is only reported
 	}
 	init, _ := json.Marshal(map[string]any{
 		"type": "initResp",
@@ -133,7 +133,8 @@ func (p *Pool) consentMessage(ctx context.Context, st *tab, ev *runtime.EventBin
 		// Rules that need the page's own globals (a platform's API).
 		result, err := chromedp.Run(ctx, chromedp.Evaluate[any](msg.Code, awaitPromise))
 		resp, _ := json.Marshal(map[string]any{"type": "evalResp", "id": msg.ID, "result": err == nil && truthy(result)})
-		chromedp.Run(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		// The page may have gone; the engine times out an unanswered eval.
+		_, _ = chromedp.Run(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 			_, err := chromedp.Evaluate[*runtime.RemoteObject]("autoconsentReceiveMessage("+string(resp)+")",
 				func(p *runtime.EvaluateParams) { p.ContextID = ev.ExecutionContextID })(ctx, t)
 			return err

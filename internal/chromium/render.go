@@ -186,7 +186,9 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		case *page.EventJavascriptDialogOpening:
 			// Dialogs would stall the page; dismiss them, but let the page leave.
 			accept := e.Type == page.DialogTypeBeforeunload
-			go chromedp.Call(rctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
+			go func() {
+				_, _ = chromedp.Call(rctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
+			}() // the tab may be gone
 		case *inspector.EventTargetCrashed:
 			rcancel(errCrashed)
 		default:
@@ -399,14 +401,6 @@ const hideScript = `(() => {
 	}
 })();`
 
-func hostname(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return ""
-	}
-	return p.Hostname()
-}
-
 // call wraps one protocol command whose result is not needed as an action.
 func call[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -505,7 +499,7 @@ func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fe
 		if len(o.Headers) > 0 && sameOrigin(o.Target, e.Request.URL) {
 			params.Headers = withHeaders(e.Request.Headers, o.Headers)
 		}
-		chromedp.Call(ctx, fetch.ContinueRequest, params)
+		_, _ = chromedp.Call(ctx, fetch.ContinueRequest, params) // the tab may be gone
 		return
 	}
 	st.mu.Lock()
@@ -517,7 +511,7 @@ func (p *Pool) decide(ctx context.Context, st *tab, o *screenshot.Options, e *fe
 	if p.cfg.OnBlocked != nil {
 		p.cfg.OnBlocked(category)
 	}
-	chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+	_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 }
 
 // blockReason says why block_resources or block_requests refuse a request,
@@ -593,5 +587,5 @@ func (s *tab) answerAuth(ctx context.Context, e *fetch.EventAuthRequired) {
 		resp = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
 			Username: s.proxyUser, Password: s.proxyPassword}
 	}
-	chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: e.RequestID, AuthChallengeResponse: resp})
+	_, _ = chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: e.RequestID, AuthChallengeResponse: resp})
 }

@@ -41,10 +41,10 @@ const (
 	// API presents to the browser supervisors, and during a rotation the
 	// one before it (accepted by both sides until every pod has rolled).
 	BrowserTokenKey         = "BROWSER_TOKEN"
-	BrowserTokenPreviousKey = "BROWSER_TOKEN_PREVIOUS"
+	BrowserTokenPreviousKey = "BROWSER_TOKEN_PREVIOUS" //nolint:gosec // a key name, not a credential
 	// RotateBrowserTokenAnnotation on a ScreenshotService asks for a new
 	// browser token: each new value rotates once.
-	RotateBrowserTokenAnnotation = "shutter.dev/rotate-browser-token"
+	RotateBrowserTokenAnnotation = "shutter.dev/rotate-browser-token" //nolint:gosec // an annotation name
 	// BrowserPreStop is how long a leaving browser pod keeps serving before
 	// its supervisor drains: longer than the API's discovery interval
 	// (10 s).
@@ -257,7 +257,7 @@ func podAnnotations(s *shutterv1.ScreenshotService, extra map[string]string) map
 
 func httpProbe(path string, port int, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(int32(port))}},
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(int32(port))}}, //nolint:gosec // our own port constants
 		PeriodSeconds:    period,
 		TimeoutSeconds:   3,
 		FailureThreshold: failures,

@@ -238,7 +238,7 @@ func parseIPv4(s string) (netip.Addr, bool) {
 	for i, n := range nums[:len(nums)-1] {
 		v += n << (8 * (3 - i))
 	}
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true //nolint:gosec // v < 2^32, checked above
 }
 
 func parseIPv4Number(p string) (uint64, bool) {

@@ -114,11 +114,9 @@ func (s *Store) setLifecycle(ctx context.Context) {
 // Ping lists at most one object: it needs the endpoint, the credentials and
 // the bucket to be right.
 func (s *Store) Ping(ctx context.Context) error {
+	// The first answer is enough: an error, an object, or none.
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, MaxKeys: 1}) {
-		if obj.Err != nil {
-			return obj.Err
-		}
-		break
+		return obj.Err
 	}
 	return nil
 }

@@ -164,13 +164,13 @@ func applyCookies(o *Options, v value) error {
 func cookieRules(c *http.Cookie) error {
 	switch {
 	case !strings.HasPrefix(c.Path, "/"):
-		return errors.New("Path must start with /")
+		return errors.New("its Path must start with /")
 	case strings.HasPrefix(c.Name, "__Secure-") && !c.Secure:
 		return errors.New("a __Secure- cookie must be Secure")
 	case strings.HasPrefix(c.Name, "__Host-") && (!c.Secure || c.Path != "/" || c.Domain != ""):
 		return errors.New("a __Host- cookie must be Secure, with Path=/ and no Domain")
 	case c.SameSite == http.SameSiteNoneMode && !c.Secure:
-		return errors.New("SameSite=None needs Secure")
+		return errors.New("its SameSite=None needs Secure")
 	}
 	return nil
 }
