@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/shutterhq/shutter/internal/metrics"
 	"github.com/shutterhq/shutter/internal/queue"
 	"github.com/shutterhq/shutter/internal/screenshot"
+	"github.com/shutterhq/shutter/internal/usage"
 )
 
 // Guard checks a target URL before anything fetches it.
@@ -72,7 +72,7 @@ type Server struct {
 	flight   singleflight.Group
 	// hitPolicy re-checks the outbound policy for cache hits.
 	hitPolicy policyMemo
-	settling  sync.WaitGroup // background quota commits
+	meter     *usage.Meter // the monthly quota around renders; nil without a quota store
 }
 
 // Drain makes readiness fail so that load balancers stop sending traffic,
@@ -82,6 +82,10 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // New returns the server with its routes.
 func New(d Deps, log *slog.Logger) *Server {
 	s := &Server{Deps: d, log: logging.New(log.Handler())}
+	if d.Quota != nil {
+		s.meter = &usage.Meter{Store: d.Quota, HoldTTL: d.HoldTTL, Log: s.log,
+			OnExhausted: func() { s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("quota").Inc() }) }}
+	}
 	r := httprouter.New()
 	r.HandlerFunc(http.MethodGet, "/v1/screenshots/take", s.take)
 	r.HandlerFunc(http.MethodGet, "/health/live", s.live)
@@ -153,13 +157,13 @@ func (s *Server) render(ctx context.Context, key *screenshot.Key, limits screens
 	if err := s.Guard.CheckURL(ctx, o.URL); err != nil {
 		return nil, err
 	}
-	hold, err := s.reserve(ctx, key, limits)
+	hold, err := s.meter.Reserve(ctx, key, limits)
 	if err != nil {
 		return nil, err
 	}
 	release, err := s.Queue.Acquire(ctx)
 	if err != nil {
-		s.settle(ctx, hold, false)
+		s.meter.Settle(ctx, hold, false)
 		if errors.Is(err, queue.ErrFull) || errors.Is(err, queue.ErrTimeout) {
 			s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("queue_full").Inc() })
 			return nil, &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "all render slots are busy; try again shortly",
@@ -169,7 +173,7 @@ func (s *Server) render(ctx context.Context, key *screenshot.Key, limits screens
 	}
 	defer func() {
 		release(img != nil) // also when the render panics
-		s.settle(ctx, hold, img != nil)
+		s.meter.Settle(ctx, hold, img != nil)
 	}()
 	if o.BypassCSP {
 		u, _ := url.Parse(o.URL)
@@ -214,88 +218,8 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, key *screensh
 	return nil
 }
 
-// reserve holds one unit of the key's monthly quota for this request.
-func (s *Server) reserve(ctx context.Context, key *screenshot.Key, limits screenshot.PlanLimits) (string, error) {
-	if s.Quota == nil {
-		return "", nil
-	}
-	period, resets := screenshot.PeriodOf(time.Now())
-	hold, err := s.Quota.Reserve(ctx, key.ID, period, limits.Quota, s.HoldTTL)
-	switch {
-	case errors.Is(err, screenshot.ErrQuotaExhausted):
-		s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("quota").Inc() })
-		return "", screenshot.Errorf(screenshot.EFORBIDDEN, "the monthly quota of %d screenshots is exhausted; it resets at %s",
-			limits.Quota, resets.Format(time.RFC3339))
-	case err != nil:
-		return "", &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the usage store is unavailable; try again shortly",
-			RetryAfter: 5 * time.Second, Err: err}
-	}
-	return hold, nil
-}
-
-// settle commits the quota hold of a successful render and releases that of
-// a failed one. It runs after the client may be gone, so it does not use the
-// request's cancellation.
-func (s *Server) settle(ctx context.Context, hold string, ok bool) {
-	if hold == "" {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	if !ok {
-		// A release that fails costs nothing: the hold expires and its unit
-		// returns by itself.
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if err := s.Quota.Release(rctx, hold); err != nil {
-			s.log.WarnContext(ctx, "release quota hold; it will expire", "err", err)
-		}
-		return
-	}
-	if s.commit(ctx, hold) {
-		return
-	}
-	// The image is out: its unit must be counted. Retry while the hold
-	// lives (a database outage), in the background.
-	s.settling.Add(1)
-	go func() {
-		defer s.settling.Done()
-		deadline := time.Now().Add(max(s.HoldTTL/2, time.Second))
-		for wait := 250 * time.Millisecond; time.Now().Before(deadline); wait = min(wait*2, 5*time.Second) {
-			time.Sleep(wait)
-			if s.commit(ctx, hold) {
-				return
-			}
-		}
-		s.log.ErrorContext(ctx, "quota unit not counted: the usage store stayed unreachable")
-	}()
-}
-
-// commit reports whether the hold is settled (committed, or gone for good).
-func (s *Server) commit(ctx context.Context, hold string) bool {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	err := s.Quota.Commit(cctx, hold)
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, screenshot.ErrHoldGone):
-		s.log.ErrorContext(ctx, "quota hold expired before its render was counted")
-		return true
-	default:
-		s.log.WarnContext(ctx, "commit quota; retrying", "err", err)
-		return false
-	}
-}
-
 // Wait waits for background quota commits, at most d.
-func (s *Server) Wait(d time.Duration) {
-	done := make(chan struct{})
-	go func() { s.settling.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-	}
-}
+func (s *Server) Wait(d time.Duration) { s.meter.Wait(d) }
 
 // count updates metrics when there are any.
 func (s *Server) count(f func(m *metrics.Metrics)) {
