@@ -79,6 +79,9 @@ type Main struct {
 	pool    *chromium.Pool
 	consent *chromium.ConsentEngine // nil: consent dialogs are only hidden
 	queue   *queue.Queue
+	limiter screenshot.Limiter
+	guard   *netguard.Guard
+	checker *health.Checker
 	api     *httpapi.Server
 	http    *http.Server
 	metrics *http.Server
@@ -87,59 +90,98 @@ type Main struct {
 // Run opens the stores, starts the browsers and starts serving. It returns
 // once the server listens.
 func (m *Main) Run(ctx context.Context) (err error) {
-	cfg := m.Config
 	started := time.Now()
 	defer func() {
 		if err != nil {
 			m.Close()
 		}
 	}()
+	bg, stopBg := context.WithCancel(context.Background())
+	m.stopBg = stopBg
+	mx := metrics.New()
+	for _, step := range []func() error{
+		func() error { return m.openStores(ctx) },
+		func() error { return m.ensureDevKey(ctx) },
+		func() error { return m.openCache(ctx, bg) },
+		func() error { return m.openGuard() },
+		func() error { return m.startBrowsers(ctx, bg, mx) },
+		func() error { return m.buildAPI(started, mx) },
+		func() error { return m.listen(mx) },
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	m.Log.InfoContext(ctx, "listening", "addr", m.Addr, "metrics_addr", m.MetricsAddr, "env", m.Config.NodeEnv,
+		"version", version.String(), "browsers", len(m.pool.Stats()), "max_concurrent", m.Config.MaxConcurrent)
+	return nil
+}
+
+// openStores opens the key and usage store, and the rate limiter: Redis
+// when configured, with the in-process limiter standing in while it is
+// down.
+func (m *Main) openStores(ctx context.Context) (err error) {
+	cfg := m.Config
 	if m.store, m.backend, err = openStore(ctx, cfg); err != nil {
 		return err
 	}
-	var limiter screenshot.Limiter = embedded.NewLimiter()
+	m.limiter = embedded.NewLimiter()
 	if cfg.UsesRedis() {
-		// While Redis is down, the in-process limiter stands in.
-		m.redis, err = redisstore.New(redisstore.Config{URL: cfg.RedisURL, Addr: cfg.RedisAddr(), Password: cfg.RedisPassword}, limiter, m.Log)
-		if err != nil {
+		if m.redis, err = redisstore.New(redisstore.Config{URL: cfg.RedisURL, Addr: cfg.RedisAddr(), Password: cfg.RedisPassword}, m.limiter, m.Log); err != nil {
 			return err
 		}
-		limiter = m.redis
+		m.limiter = m.redis
 	}
-	if err := m.ensureDevKey(ctx); err != nil {
-		return err
-	}
+	return nil
+}
 
-	bg, stopBg := context.WithCancel(context.Background())
-	m.stopBg = stopBg
-	if cfg.Storage.Configured() {
-		st := cfg.Storage
-		endpoint := st.URL
-		if st.Endpoint != "" {
-			endpoint = st.Endpoint
-		}
-		m.s3, err = s3store.Open(ctx, s3store.Config{Endpoint: endpoint, Region: st.Region, Bucket: st.Bucket,
-			AccessKeyID: st.AccessKeyID, SecretAccessKey: st.SecretAccessKey, PathStyle: st.UsePathStyle}, m.Log)
-		if err != nil {
-			return err
-		}
-		m.cache = m.s3
-		go m.s3.RunSweeper(bg, time.Hour)
-	} else {
+// openCache opens the screenshot cache: S3 when configured, else a
+// directory, each with its sweeper.
+func (m *Main) openCache(ctx, bg context.Context) (err error) {
+	cfg := m.Config
+	if !cfg.Storage.Configured() {
 		dc, err := embedded.OpenCache(filepath.Join(cfg.DataDir, "cache"), m.Log)
 		if err != nil {
 			return err
 		}
 		m.cache = dc
 		go dc.RunSweeper(bg, 10*time.Minute)
+		return nil
 	}
+	st := cfg.Storage
+	endpoint := st.URL
+	if st.Endpoint != "" {
+		endpoint = st.Endpoint
+	}
+	m.s3, err = s3store.Open(ctx, s3store.Config{Endpoint: endpoint, Region: st.Region, Bucket: st.Bucket,
+		AccessKeyID: st.AccessKeyID, SecretAccessKey: st.SecretAccessKey, PathStyle: st.UsePathStyle}, m.Log)
+	if err != nil {
+		return err
+	}
+	m.cache = m.s3
+	go m.s3.RunSweeper(bg, time.Hour)
+	return nil
+}
 
+// openGuard builds the outbound policy from the settings.
+func (m *Main) openGuard() (err error) {
+	cfg := m.Config
+	m.guard = &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets, OnlyAllowed: cfg.AllowedTargetsOnly}
+	if m.guard.AllowNets, m.guard.AllowHosts, err = netguard.ParseAllowList(cfg.AllowedPrivate); err != nil {
+		return fmt.Errorf("ALLOWED_PRIVATE_TARGETS: %w", err)
+	}
+	return nil
+}
+
+// contentFilter loads the filter lists: the maintained ones when installed
+// first, the settings' lists after them; the built-in lists are always
+// there.
+func (m *Main) contentFilter(ctx, bg context.Context) (*blocking.Filter, error) {
+	cfg := m.Config
 	lists := map[blocking.Category][]string{}
 	for c, srcs := range cfg.FilterLists {
 		lists[blocking.Category(c)] = srcs
 	}
-	// The maintained lists, when installed, come first (the settings'
-	// lists add to them); the built-in lists are always there.
 	for c, file := range map[blocking.Category]string{blocking.Ads: "easylist.txt", blocking.Trackers: "easyprivacy.txt"} {
 		if p := filepath.Join(cfg.EasyListDir, file); cfg.EasyListDir != "" && fileExists(p) {
 			lists[c] = append([]string{p}, lists[c]...)
@@ -147,20 +189,24 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	content, err := blocking.New(ctx, blocking.Config{Lists: lists, Refresh: cfg.FilterRefresh}, m.Log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	go content.Run(bg)
+	return content, nil
+}
 
+// startBrowsers loads the content filter and the consent engine, and
+// starts the browser pool and the render queue.
+func (m *Main) startBrowsers(ctx, bg context.Context, mx *metrics.Metrics) (err error) {
+	cfg := m.Config
+	content, err := m.contentFilter(ctx, bg)
+	if err != nil {
+		return err
+	}
 	if cfg.AutoconsentDir != "" {
 		if m.consent, err = chromium.LoadConsentEngine(cfg.AutoconsentDir); err != nil {
 			m.Log.WarnContext(ctx, "consent engine not loaded; consent dialogs are only hidden", "err", err)
 		}
-	}
-
-	mx := metrics.New()
-	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets, OnlyAllowed: cfg.AllowedTargetsOnly}
-	if guard.AllowNets, guard.AllowHosts, err = netguard.ParseAllowList(cfg.AllowedPrivate); err != nil {
-		return fmt.Errorf("ALLOWED_PRIVATE_TARGETS: %w", err)
 	}
 	pcfg := chromium.Config{
 		Local: cfg.LocalBrowsers, URLs: cfg.BrowserURLs, BrowserTokens: browserTokens(cfg),
@@ -173,6 +219,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		// Every request of the page passes the same policy as its URL, at
 		// the browser (interception) and at the connection (a per-render
 		// proxy that dials only what it checked).
+		guard := m.guard
 		pcfg.Check = func(u string) error { return guard.CheckRequest(context.Background(), u) }
 		pcfg.Outbound = &netguard.Proxy{Guard: guard, Host: cfg.ProxyHost, Log: m.Log}
 	}
@@ -191,37 +238,51 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.queue = queue.New(cfg.MaxConcurrent, cfg.MaxQueued, cfg.QueueTimeout)
 	m.registerGauges(mx)
+	return nil
+}
 
-	checker := &health.Checker{Checks: m.checks(), Version: version.String(), Started: started}
+// buildAPI composes the HTTP API from the parts.
+func (m *Main) buildAPI(started time.Time, mx *metrics.Metrics) error {
+	cfg := m.Config
+	m.checker = &health.Checker{Checks: m.checks(), Version: version.String(), Started: started}
 	parser := screenshot.NewParser(screenshot.Limits{DefaultWidth: cfg.DefaultWidth, DefaultHeight: cfg.DefaultHeight, MaxWidth: cfg.MaxWidth, MaxHeight: cfg.MaxHeight})
 	m.api = httpapi.New(httpapi.Deps{
-		Parser:     parser,
-		Keys:       &screenshot.KeyCache{KeyStore: m.store, TTL: cfg.KeyCacheTTL},
-		Guard:      guard,
-		Queue:      m.queue,
-		Renderer:   m.pool,
-		Limiter:    limiter,
-		Quota:      m.store,
-		Plans:      plans(cfg.Plans),
-		RateWindow: cfg.RateLimitWindow,
-		HoldTTL:    cfg.QueueTimeout + cfg.ScreenshotTimeout + 30*time.Second,
-		Cache:      m.cache,
-		Lock:       m.locker(),
-		Ready: func(ctx context.Context) error {
-			if err := m.store.Ping(ctx); err != nil {
-				return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "database: unreachable", Err: fmt.Errorf("database: %w", err)}
-			}
-			if !m.pool.Ready() {
-				return screenshot.Errorf(screenshot.EUNAVAILABLE, "browser: no browser is ready")
-			}
-			return nil
-		},
-		Health:        checker,
+		Parser:        parser,
+		Keys:          &screenshot.KeyCache{KeyStore: m.store, TTL: cfg.KeyCacheTTL},
+		Guard:         m.guard,
+		Queue:         m.queue,
+		Renderer:      m.pool,
+		Limiter:       m.limiter,
+		Quota:         m.store,
+		Plans:         plans(cfg.Plans),
+		RateWindow:    cfg.RateLimitWindow,
+		HoldTTL:       cfg.QueueTimeout + cfg.ScreenshotTimeout + 30*time.Second,
+		Cache:         m.cache,
+		Lock:          m.locker(),
+		Ready:         m.ready,
+		Health:        m.checker,
 		HealthDetails: cfg.HealthDetails,
 		Metrics:       mx,
 		OpenAPI:       openapi.Document(parser.Params()),
 	}, m.Log)
+	return nil
+}
 
+// ready is readiness: the database answers and a browser is ready.
+func (m *Main) ready(ctx context.Context) error {
+	if err := m.store.Ping(ctx); err != nil {
+		return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "database: unreachable", Err: fmt.Errorf("database: %w", err)}
+	}
+	if !m.pool.Ready() {
+		return screenshot.Errorf(screenshot.EUNAVAILABLE, "browser: no browser is ready")
+	}
+	return nil
+}
+
+// listen serves the API, and the metrics (with the whole health report) on
+// their own port, which no Service publishes.
+func (m *Main) listen(mx *metrics.Metrics) (err error) {
+	cfg := m.Config
 	m.http = &http.Server{
 		Handler:           m.api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -232,22 +293,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Addr, err = serve(m.http, cfg.Port); err != nil {
 		return err
 	}
-	if cfg.MetricsPort >= 0 {
-		// The metrics port (never published by a Service) also serves the
-		// whole health report, details included.
-		mux := http.NewServeMux()
-		mux.Handle("/", mx.Handler())
-		mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(checker.Run(r.Context()))
-		})
-		m.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		if m.MetricsAddr, err = serve(m.metrics, cfg.MetricsPort); err != nil {
-			return fmt.Errorf("METRICS_PORT: %w", err)
-		}
+	if cfg.MetricsPort < 0 {
+		return nil
 	}
-	m.Log.InfoContext(ctx, "listening", "addr", m.Addr, "metrics_addr", m.MetricsAddr, "env", cfg.NodeEnv,
-		"version", version.String(), "browsers", len(m.pool.Stats()), "max_concurrent", cfg.MaxConcurrent)
+	mux := http.NewServeMux()
+	mux.Handle("/", mx.Handler())
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(m.checker.Run(r.Context()))
+	})
+	m.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if m.MetricsAddr, err = serve(m.metrics, cfg.MetricsPort); err != nil {
+		return fmt.Errorf("METRICS_PORT: %w", err)
+	}
 	return nil
 }
 
