@@ -39,92 +39,112 @@ func createKey(ctx context.Context, ks screenshot.KeyStore, cfg *config.Config, 
 
 func keysCommand(ctx context.Context, cfg *config.Config, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("keys: want create, list or revoke\n" + usage)
+		return errors.New("keys: want create, list, update or revoke\n" + usage)
+	}
+	commands := map[string]func(context.Context, keysEnv, []string) error{
+		"create": keysCreate, "update": keysUpdate, "list": keysList, "revoke": keysRevoke,
+	}
+	run, ok := commands[args[0]]
+	if !ok {
+		return fmt.Errorf("keys: unknown command %q\n%s", args[0], usage)
 	}
 	st, _, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	switch sub, args := args[0], args[1:]; sub {
-	case "create":
-		var f keyFlags
-		fs := f.set("keys create")
-		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("keys create: %w\n%s", err, usage)
-		}
-		u, err := f.update(fs)
-		if err != nil {
-			return fmt.Errorf("keys create: %w", err)
-		}
-		r := keyRequest{plan: screenshot.PlanFree}
-		k := &screenshot.Key{Plan: screenshot.PlanFree}
-		u.Apply(k)
-		r.name, r.plan, r.domains, r.rateLimit, r.monthlyQuota = k.Name, k.Plan, k.Domains, k.RateLimit, k.MonthlyQuota
-		secret, k, err := createKey(ctx, st, cfg, r)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "created key %s (plan %s); the secret is shown only now:\n%s\n", k.ID, k.Plan, secret)
-		return nil
-	case "update":
-		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-			return errors.New("keys update: want a key ID first (see keys list)")
-		}
-		id := args[0]
-		var f keyFlags
-		fs := f.set("keys update")
-		if err := fs.Parse(args[1:]); err != nil {
-			return fmt.Errorf("keys update: %w\n%s", err, usage)
-		}
-		u, err := f.update(fs)
-		if err != nil {
-			return fmt.Errorf("keys update: %w", err)
-		}
-		if err := st.UpdateKey(ctx, id, u); err != nil {
-			return fmt.Errorf("keys update: %s", screenshot.ErrorMessage(err))
-		}
-		fmt.Fprintf(stdout, "updated %s\n", id)
-		return nil
-	case "list":
-		keys, err := st.ListKeys(ctx)
-		if err != nil {
-			return err
-		}
-		ps := plans(cfg.Plans)
-		period, _ := screenshot.PeriodOf(time.Now())
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "ID\tNAME\tPREFIX\tPLAN\tRATE/WINDOW\tUSED %s\tDOMAINS\tCREATED\tSTATUS\n", period)
-		for _, k := range keys {
-			status := "active"
-			if k.Revoked() {
-				status = "revoked " + k.RevokedAt.Format(time.RFC3339)
-			}
-			used, err := st.Usage(ctx, k.ID, period)
-			if err != nil {
-				return err
-			}
-			l := ps.For(k)
-			quota := "unlimited"
-			if l.Quota > 0 {
-				quota = fmt.Sprint(l.Quota)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Plan, l.Rate,
-				used, quota, strings.Join(k.Domains, ","), k.CreatedAt.Format(time.RFC3339), status)
-		}
-		return tw.Flush()
-	case "revoke":
-		if len(args) != 1 {
-			return errors.New("keys revoke: want one key ID (see keys list)")
-		}
-		if err := st.RevokeKey(ctx, args[0]); err != nil {
-			return fmt.Errorf("keys revoke: %s", screenshot.ErrorMessage(err))
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", args[0])
-		return nil
-	default:
-		return fmt.Errorf("keys: unknown command %q\n%s", sub, usage)
+	return run(ctx, keysEnv{store: st, cfg: cfg, out: stdout}, args[1:])
+}
+
+// keysEnv is what every keys subcommand works with.
+type keysEnv struct {
+	store store
+	cfg   *config.Config
+	out   io.Writer
+}
+
+func keysCreate(ctx context.Context, e keysEnv, args []string) error {
+	var f keyFlags
+	fs := f.set("keys create")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("keys create: %w\n%s", err, usage)
 	}
+	u, err := f.update(fs)
+	if err != nil {
+		return fmt.Errorf("keys create: %w", err)
+	}
+	r := keyRequest{plan: screenshot.PlanFree}
+	k := &screenshot.Key{Plan: screenshot.PlanFree}
+	u.Apply(k)
+	r.name, r.plan, r.domains, r.rateLimit, r.monthlyQuota = k.Name, k.Plan, k.Domains, k.RateLimit, k.MonthlyQuota
+	secret, k, err := createKey(ctx, e.store, e.cfg, r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "created key %s (plan %s); the secret is shown only now:\n%s\n", k.ID, k.Plan, secret)
+	return nil
+}
+
+func keysUpdate(ctx context.Context, e keysEnv, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return errors.New("keys update: want a key ID first (see keys list)")
+	}
+	id := args[0]
+	var f keyFlags
+	fs := f.set("keys update")
+	if err := fs.Parse(args[1:]); err != nil {
+		return fmt.Errorf("keys update: %w\n%s", err, usage)
+	}
+	u, err := f.update(fs)
+	if err != nil {
+		return fmt.Errorf("keys update: %w", err)
+	}
+	if err := e.store.UpdateKey(ctx, id, u); err != nil {
+		return fmt.Errorf("keys update: %s", screenshot.ErrorMessage(err))
+	}
+	fmt.Fprintf(e.out, "updated %s\n", id)
+	return nil
+}
+
+// keysList prints every key with this month's usage; never a secret.
+func keysList(ctx context.Context, e keysEnv, _ []string) error {
+	keys, err := e.store.ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	ps := plans(e.cfg.Plans)
+	period, _ := screenshot.PeriodOf(time.Now())
+	tw := tabwriter.NewWriter(e.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ID\tNAME\tPREFIX\tPLAN\tRATE/WINDOW\tUSED %s\tDOMAINS\tCREATED\tSTATUS\n", period)
+	for _, k := range keys {
+		status := "active"
+		if k.Revoked() {
+			status = "revoked " + k.RevokedAt.Format(time.RFC3339)
+		}
+		used, err := e.store.Usage(ctx, k.ID, period)
+		if err != nil {
+			return err
+		}
+		l := ps.For(k)
+		quota := "unlimited"
+		if l.Quota > 0 {
+			quota = fmt.Sprint(l.Quota)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Plan, l.Rate,
+			used, quota, strings.Join(k.Domains, ","), k.CreatedAt.Format(time.RFC3339), status)
+	}
+	return tw.Flush()
+}
+
+func keysRevoke(ctx context.Context, e keysEnv, args []string) error {
+	if len(args) != 1 {
+		return errors.New("keys revoke: want one key ID (see keys list)")
+	}
+	if err := e.store.RevokeKey(ctx, args[0]); err != nil {
+		return fmt.Errorf("keys revoke: %s", screenshot.ErrorMessage(err))
+	}
+	fmt.Fprintf(e.out, "revoked %s\n", args[0])
+	return nil
 }
 
 // keyFlags are the flags of keys create and keys update.
