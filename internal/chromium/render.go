@@ -99,113 +99,28 @@ func (s *tab) quiet(d time.Duration) bool {
 func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*screenshot.Image, error) {
 	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(), blocked: map[string]int{},
 		life: map[string]bool{}, lifeCh: make(chan struct{})}
-	var contextOpts []chromedp.CreateBrowserContextOption
-	closeProxy := func() {}
-	if p.cfg.Outbound != nil {
-		targetHost := o.Host()
-		proxyURL, user, password, closeFn, err := p.cfg.Outbound.Open(func(host string, err error) {
-			if p.cfg.OnBlocked != nil {
-				p.cfg.OnBlocked("outbound_policy")
-			}
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			st.blocked["outbound_policy"]++
-			if strings.EqualFold(host, targetHost) && st.docBlocked == nil {
-				st.docBlocked = &screenshot.Error{Code: screenshot.EINVALID,
-					Message: fmt.Sprintf("target host %q resolves to an address that is not public", host), Err: err}
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		closeProxy = closeFn
-		st.proxyUser, st.proxyPassword = user, password
-		contextOpts = append(contextOpts, func(params *target.CreateBrowserContextParams) {
-			params.ProxyServer = proxyURL
-			params.ProxyBypassList = "<-loopback>" // loopback goes through the proxy too
-		})
-	}
-	tctx, tcancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext(contextOpts...))
-	// Disposing of the browser context waits for the browser; the client
-	// need not, so it happens after the image is returned. Close waits for it.
-	p.jobs.Add(1)
-	defer func() {
-		go func() {
-			tcancel()
-			closeProxy()
-			p.jobs.Done()
-		}()
-	}()
-	rctx, rcancel := context.WithCancelCause(tctx)
-	defer rcancel(nil)
-	stop := context.AfterFunc(ctx, func() { rcancel(context.Cause(ctx)) })
-	defer stop()
-
-	if err := chromedp.Do(rctx); err != nil { // creates the browser context and the tab
-		return nil, fmt.Errorf("open tab: %w", err)
-	}
-	cc := chromedp.FromContext(rctx)
-	st.mainFrame = cdp.FrameID(cc.Target.TargetID)
-	// Downloads are refused: nothing a page offers is written to disk.
-	if _, err := chromedp.CallBrowser(rctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: cc.BrowserContextID}); err != nil {
-		return nil, fmt.Errorf("deny downloads: %w", err)
-	}
-	var content []string
 	if p.cfg.Content != nil {
-		content = o.ContentCategories()
+		st.content = o.ContentCategories()
 	}
-	st.content = content
 	if o.BlockCookieBanners && p.cfg.Consent != nil {
 		st.consent = &consentState{changed: make(chan struct{})}
 	}
-	// Headers are added by interception, only to requests for the
-	// target's own origin: an Authorization meant for the target must not
-	// reach the third parties the page loads from.
-	intercept := len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || len(o.AllowedDomains) > 0 || len(content) > 0 ||
-		p.cfg.Check != nil || len(o.Headers) > 0
-	defer func() {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		if len(st.blocked) > 0 {
-			var args []any
-			for c, n := range st.blocked {
-				args = append(args, c, n)
-			}
-			p.log.DebugContext(ctx, "blocked requests", args...)
-		}
-	}()
-	err := chromedp.Listen(rctx, func(ev any) {
-		switch e := ev.(type) {
-		case *fetch.EventRequestPaused:
-			go p.decide(rctx, st, o, e)
-		case *fetch.EventAuthRequired:
-			go st.answerAuth(rctx, e)
-		case *runtime.EventBindingCalled:
-			go p.consentMessage(rctx, st, e)
-		case *page.EventJavascriptDialogOpening:
-			// Dialogs would stall the page; dismiss them, but let the page leave.
-			accept := e.Type == page.DialogTypeBeforeunload
-			go func() {
-				_, _ = chromedp.Call(rctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
-			}() // the tab may be gone
-		case *inspector.EventTargetCrashed:
-			rcancel(errCrashed)
-		default:
-			st.event(ev)
-		}
-	})
+	rctx, rcancel, done, err := p.openTab(ctx, c, o, st)
 	if err != nil {
+		return nil, err
+	}
+	defer done()
+	defer p.logBlocked(ctx, st)
+	if err := chromedp.Listen(rctx, p.events(rctx, rcancel, st, o)); err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	setup := p.setup(c, o, intercept, content)
+	setup := p.setup(c, o, p.intercepts(o, st), st.content)
 	if st.consent != nil {
 		setup = append(setup, consentSetup(p.cfg.Consent)...)
 	}
 	if err := chromedp.Do(rctx, setup...); err != nil {
 		return nil, fmt.Errorf("set up page: %w", err)
 	}
-
 	for _, step := range p.steps(o, st) {
 		if err := chromedp.Do(rctx, chromedp.Func(step.run)); err != nil {
 			return nil, p.stepFailed(ctx, rctx, st, step.name, err)
@@ -221,6 +136,117 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		return nil, blocked
 	}
 	return &screenshot.Image{Data: out.data, Format: o.Format, Truncated: out.truncated}, nil
+}
+
+// openTab opens the render's proxy (with the outbound policy), its own
+// browser context and tab, and refuses downloads in it. done disposes of
+// it all after the image is returned: the browser's disposal is not the
+// client's wait (Close waits for it).
+func (p *Pool) openTab(ctx context.Context, c *conn, o *screenshot.Options, st *tab) (rctx context.Context, rcancel context.CancelCauseFunc, done func(), err error) {
+	var contextOpts []chromedp.CreateBrowserContextOption
+	closeProxy := func() {}
+	if p.cfg.Outbound != nil {
+		proxyURL, user, password, closeFn, err := p.cfg.Outbound.Open(func(host string, err error) { p.proxyRefused(st, o, host, err) })
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		closeProxy = closeFn
+		st.proxyUser, st.proxyPassword = user, password
+		contextOpts = append(contextOpts, func(params *target.CreateBrowserContextParams) {
+			params.ProxyServer = proxyURL
+			params.ProxyBypassList = "<-loopback>" // loopback goes through the proxy too
+		})
+	}
+	tctx, tcancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext(contextOpts...))
+	p.jobs.Add(1)
+	rctx, rcancel = context.WithCancelCause(tctx)
+	stop := context.AfterFunc(ctx, func() { rcancel(context.Cause(ctx)) })
+	done = func() {
+		stop()
+		rcancel(nil)
+		go func() {
+			tcancel()
+			closeProxy()
+			p.jobs.Done()
+		}()
+	}
+	if err := chromedp.Do(rctx); err != nil { // creates the browser context and the tab
+		done()
+		return nil, nil, nil, fmt.Errorf("open tab: %w", err)
+	}
+	cc := chromedp.FromContext(rctx)
+	st.mainFrame = cdp.FrameID(cc.Target.TargetID)
+	// Downloads are refused: nothing a page offers is written to disk.
+	if _, err := chromedp.CallBrowser(rctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: cc.BrowserContextID}); err != nil {
+		done()
+		return nil, nil, nil, fmt.Errorf("deny downloads: %w", err)
+	}
+	return rctx, rcancel, done, nil
+}
+
+// proxyRefused counts a connection the render's proxy refused; one to the
+// target itself is why the render fails.
+func (p *Pool) proxyRefused(st *tab, o *screenshot.Options, host string, err error) {
+	if p.cfg.OnBlocked != nil {
+		p.cfg.OnBlocked("outbound_policy")
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.blocked["outbound_policy"]++
+	if strings.EqualFold(host, o.Host()) && st.docBlocked == nil {
+		st.docBlocked = &screenshot.Error{Code: screenshot.EINVALID,
+			Message: fmt.Sprintf("target host %q resolves to an address that is not public", host), Err: err}
+	}
+}
+
+// intercepts reports whether the render pauses the page's requests: for
+// blocking, the key's domains, the outbound check, and headers (added only
+// to requests for the target's own origin, so that an Authorization meant
+// for the target does not reach the third parties the page loads from).
+func (p *Pool) intercepts(o *screenshot.Options, st *tab) bool {
+	return len(o.BlockRequests) > 0 || len(o.BlockResources) > 0 || len(o.AllowedDomains) > 0 || len(st.content) > 0 ||
+		p.cfg.Check != nil || len(o.Headers) > 0
+}
+
+// events routes the tab's events: paused requests, the proxy's challenge,
+// the consent engine's messages, dialogs, a crash, and the network
+// activity the waits read.
+func (p *Pool) events(rctx context.Context, rcancel context.CancelCauseFunc, st *tab, o *screenshot.Options) func(any) {
+	return func(ev any) {
+		switch e := ev.(type) {
+		case *fetch.EventRequestPaused:
+			go p.decide(rctx, st, o, e)
+		case *fetch.EventAuthRequired:
+			go st.answerAuth(rctx, e)
+		case *runtime.EventBindingCalled:
+			go p.consentMessage(rctx, st, e)
+		case *page.EventJavascriptDialogOpening:
+			// Dialogs would stall the page; dismiss them, but let the page
+			// leave. The tab may be gone by then.
+			accept := e.Type == page.DialogTypeBeforeunload
+			go func() {
+				_, _ = chromedp.Call(rctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
+			}()
+		case *inspector.EventTargetCrashed:
+			rcancel(errCrashed)
+		default:
+			st.event(ev)
+		}
+	}
+}
+
+// logBlocked logs the render's blocked requests by category.
+func (p *Pool) logBlocked(ctx context.Context, st *tab) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.blocked) > 0 {
+		var args []any
+		for c, n := range st.blocked {
+			args = append(args, c, n)
+		}
+		p.log.DebugContext(ctx, "blocked requests", args...)
+	}
 }
 
 // stepFailed explains why a step of the render failed: a refused main-frame
