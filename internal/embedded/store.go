@@ -10,15 +10,14 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 
+	"github.com/shutterhq/shutter/internal/migration"
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
@@ -64,14 +63,12 @@ func migrate(db *sql.DB) error {
 		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	all, err := migration.Load(migrations)
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
-		body, _ := migrations.ReadFile(name)
+	for _, mg := range all {
+		version, body := mg.Version, mg.SQL
 		tx, err := db.Begin()
 		if err != nil {
 			return fmt.Errorf("migrate %s: %w", version, err)
@@ -79,7 +76,7 @@ func migrate(db *sql.DB) error {
 		var done int
 		err = tx.QueryRow(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, version).Scan(&done)
 		if err == nil && done == 0 {
-			if _, err = tx.Exec(string(body)); err == nil {
+			if _, err = tx.Exec(body); err == nil {
 				_, err = tx.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().Unix())
 			}
 		}
