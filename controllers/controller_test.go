@@ -393,6 +393,12 @@ func TestInvalidSpecsRejected(t *testing.T) {
 		{"bad endpoint", func(s *shutterv1.ScreenshotService) { s.Spec.Storage.Endpoint = "s3.example.com" }, "spec.storage.endpoint"},
 		{"service type", func(s *shutterv1.ScreenshotService) { s.Spec.Service.Type = "ExternalName" }, "spec.service.type"},
 		{"negative quota", func(s *shutterv1.ScreenshotService) { s.Spec.Plans.Pro.ScreenshotsPerMonth = ptr.To[int32](-1) }, "spec.plans.pro.screenshotsPerMonth"},
+		{"env overrides the port", func(s *shutterv1.ScreenshotService) {
+			s.Spec.Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}, {Name: "PORT", Value: "8080"}}
+		}, "the operator owns them"},
+		{"env overrides discovery", func(s *shutterv1.ScreenshotService) {
+			s.Spec.Env = []corev1.EnvVar{{Name: "BROWSER_URLS", Value: "http://elsewhere:9222"}}
+		}, "the operator owns them"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := sample(ns, "bad-"+strings.ReplaceAll(tc.name, " ", "-"))
@@ -402,6 +408,17 @@ func TestInvalidSpecsRejected(t *testing.T) {
 				t.Errorf("err = %v, want Invalid mentioning %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+// TestEnvMayTuneSettings: spec.env may set the settings the operator does
+// not own.
+func TestEnvMayTuneSettings(t *testing.T) {
+	c := kube(t)
+	s := sample(namespace(t, c), "tuned")
+	s.Spec.Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}, {Name: "NETWORK_IDLE_MS", Value: "50"}}
+	if err := c.client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
 	}
 }
 

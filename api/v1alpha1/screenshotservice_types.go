@@ -211,8 +211,13 @@ type ScreenshotServiceSpec struct {
 	// +optional
 	Storage *StorageSpec `json:"storage,omitempty"`
 
-	// Extra environment of the API container; wins over the generated one.
+	// Extra environment of the API container; wins over the generated one,
+	// except for the settings the operator owns: the ports and probes, the
+	// browser discovery and proxy address, the data directory and the
+	// generated secrets.
 	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !(e.name in ['PORT', 'METRICS_PORT', 'BROWSER_URLS', 'POD_IP', 'PROXY_HOST', 'DATA_DIR', 'AUTH_SECRET', 'BROWSER_TOKEN', 'BROWSER_TOKEN_PREVIOUS']))",message="spec.env may not set PORT, METRICS_PORT, BROWSER_URLS, POD_IP, PROXY_HOST, DATA_DIR, AUTH_SECRET, BROWSER_TOKEN or BROWSER_TOKEN_PREVIOUS: the operator owns them"
 	Env []corev1.EnvVar `json:"env,omitempty"`
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`
