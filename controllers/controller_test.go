@@ -323,6 +323,15 @@ func TestConditionsFollowDeployments(t *testing.T) {
 		s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
 		return meta.FindStatusCondition(s.Status.Conditions, typ)
 	}
+	// Before any pod exists, the status says so: desired two, observed none
+	// (what the scale subresource reports to an autoscaler).
+	eventually(t, "observed replicas", func() error {
+		s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		if s.Status.DesiredReplicas != 2 || s.Status.Replicas != 0 {
+			return fmt.Errorf("status replicas %d, desired %d", s.Status.Replicas, s.Status.DesiredReplicas)
+		}
+		return nil
+	})
 	eventually(t, "not ready without pods", func() error {
 		if r := cond(shutterv1.ConditionReady); r == nil || r.Status != metav1.ConditionFalse || r.Reason != shutterv1.ReasonAPIUnavailable {
 			return fmt.Errorf("ready = %+v", r)
@@ -344,7 +353,7 @@ func TestConditionsFollowDeployments(t *testing.T) {
 		s, _ := get(c, ns, "shots", &shutterv1.ScreenshotService{})
 		r, p, d := cond(shutterv1.ConditionReady), cond(shutterv1.ConditionProgressing), cond(shutterv1.ConditionDegraded)
 		if r == nil || r.Status != metav1.ConditionTrue || p.Status != metav1.ConditionFalse || d.Status != metav1.ConditionFalse ||
-			s.Status.ReadyReplicas != 2 || s.Status.BrowserReadyReplicas != 2 {
+			s.Status.ReadyReplicas != 2 || s.Status.BrowserReadyReplicas != 2 || s.Status.Replicas != 2 || s.Status.DesiredReplicas != 2 {
 			return fmt.Errorf("conditions %+v %+v %+v status %+v", r, p, d, s.Status)
 		}
 		return nil

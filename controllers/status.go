@@ -21,8 +21,8 @@ import (
 
 // deploymentState is what the status needs of a Deployment.
 type deploymentState struct {
-	desired, ready, updated int32
-	rolledOut               bool
+	desired, observed, ready, updated int32
+	rolledOut                         bool
 }
 
 func (r *Reconciler) observe(ctx context.Context, ns, name string) (deploymentState, error) {
@@ -33,7 +33,8 @@ func (r *Reconciler) observe(ctx context.Context, ns, name string) (deploymentSt
 		}
 		return deploymentState{}, err
 	}
-	st := deploymentState{desired: ptr.Deref(d.Spec.Replicas, 1), ready: d.Status.ReadyReplicas, updated: d.Status.UpdatedReplicas}
+	st := deploymentState{desired: ptr.Deref(d.Spec.Replicas, 1), observed: d.Status.Replicas, ready: d.Status.ReadyReplicas,
+		updated: d.Status.UpdatedReplicas}
 	st.rolledOut = d.Status.ObservedGeneration >= d.Generation && st.updated >= st.desired &&
 		d.Status.Replicas == st.updated && d.Status.AvailableReplicas >= st.desired
 	return st, nil
@@ -91,7 +92,8 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *shutterv1.ScreenshotSe
 		return err
 	}
 	s.Status.ObservedGeneration = s.Generation
-	s.Status.Replicas = api.desired
+	s.Status.Replicas = api.observed
+	s.Status.DesiredReplicas = api.desired
 	s.Status.ReadyReplicas = api.ready
 	s.Status.BrowserReadyReplicas = browser.ready
 	s.Status.Selector = manifests.Selector(s)

@@ -238,9 +238,13 @@ type ScreenshotServiceStatus struct {
 	// The generation of the spec that the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// API pods (for the scale subresource).
+	// API pods that exist now, as their Deployment observes them (the scale
+	// subresource's status replicas).
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
+	// API pods asked for (spec.replicas, or an autoscaler's count).
+	// +optional
+	DesiredReplicas int32 `json:"desiredReplicas,omitempty"`
 	// Ready API pods.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
