@@ -25,13 +25,14 @@ type Locker interface {
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, key *screenshot.Key, limits screenshot.PlanLimits, o *screenshot.Options) error {
 	ctx := r.Context()
 	id := screenshot.CacheID(o, key.ID)
-	// A hit is served only while the policy still lets the target through
-	// (an allow-list may have changed since the render). Only a refusal
-	// counts: a name that stopped resolving keeps its cached image.
-	if err := s.hitPolicy.check(ctx, s.Guard, o); err != nil {
-		return err
-	}
 	if e := s.cacheGet(ctx, id); e != nil {
+		// A hit is served only while the policy still lets the target
+		// through (an allow-list may have changed since the render). Only
+		// a refusal counts: a name that stopped resolving keeps its cached
+		// image. A miss is checked by the render itself, once.
+		if err := s.hitPolicy.check(ctx, s.Guard, o); err != nil {
+			return err
+		}
 		return s.writeCached(w, r, e, "HIT")
 	}
 	// The render goes on for the others if the first client goes away.
