@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shutterhq/shutter/internal/config"
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
@@ -205,7 +204,7 @@ func TestHealthWithoutDetails(t *testing.T) {
 
 // TestConsentEngineReported: /health says whether the consent engine is on.
 func TestConsentEngineReported(t *testing.T) {
-	dir := testenv.Autoconsent(t, config.AutoconsentVersion)
+	dir := testenv.Autoconsent(t)
 	for want, env := range map[string]environ{
 		`"engine":"autoconsent"`: {"AUTOCONSENT_DIR": dir},
 		`"engine":"off"`:         {"AUTOCONSENT_DIR": "off"},

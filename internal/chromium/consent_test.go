@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shutterhq/shutter/internal/config"
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
@@ -59,7 +58,7 @@ SCRIPT
 // finds each platform's dialog and rejects: the page's reject handler is
 // what runs, the dialog is gone from the image, the page scrolls again.
 func TestConsentEngineAnswersDialogs(t *testing.T) {
-	engine, err := LoadConsentEngine(testenv.Autoconsent(t, config.AutoconsentVersion))
+	engine, err := LoadConsentEngine(testenv.Autoconsent(t))
 	if err != nil {
 		t.Fatal(err)
 	}

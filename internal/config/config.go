@@ -132,16 +132,25 @@ const DefaultEasyListDir = "/usr/share/chromium/extensions/ublock-origin/assets/
 // installs into the tool cache (the Makefile pins the same one).
 const AutoconsentVersion = "16.23.0"
 
-// defaultAutoconsentDir is the consent engine of the tool cache (make
-// deps), else of the server image.
-func defaultAutoconsentDir(getenv func(string) string) string {
+// AutoconsentCacheDir is where make deps unpacks the consent engine: the
+// tool cache, keyed by version; "" without a home or cache directory.
+func AutoconsentCacheDir(getenv func(string) string) string {
 	cache := getenv("XDG_CACHE_HOME")
 	if cache == "" && getenv("HOME") != "" {
 		cache = filepath.Join(getenv("HOME"), ".cache")
 	}
+	if cache == "" {
+		return ""
+	}
+	return filepath.Join(cache, "shutter", "autoconsent-"+AutoconsentVersion, "package")
+}
+
+// defaultAutoconsentDir is the consent engine of the tool cache (make
+// deps), else of the server image.
+func defaultAutoconsentDir(getenv func(string) string) string {
 	dirs := []string{"/usr/share/shutter/autoconsent"}
-	if cache != "" {
-		dirs = append([]string{filepath.Join(cache, "shutter", "autoconsent-"+AutoconsentVersion, "package")}, dirs...)
+	if d := AutoconsentCacheDir(getenv); d != "" {
+		dirs = append([]string{d}, dirs...)
 	}
 	for _, d := range dirs {
 		if st, err := os.Stat(filepath.Join(d, "dist", "autoconsent.playwright.js")); err == nil && !st.IsDir() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shutterhq/shutter/internal/browserpath"
+	"github.com/shutterhq/shutter/internal/config"
 )
 
 // Required reports whether missing components must fail tests.
@@ -46,14 +47,9 @@ func EasyList(tb testing.TB) string {
 
 // Autoconsent returns the unpacked npm package of the consent engine that
 // make deps puts in the tool cache.
-func Autoconsent(tb testing.TB, version string) string {
+func Autoconsent(tb testing.TB) string {
 	tb.Helper()
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = home + "/.cache"
-	}
-	dir := cache + "/shutter/autoconsent-" + version + "/package"
+	dir := config.AutoconsentCacheDir(os.Getenv)
 	if _, err := os.Stat(dir + "/dist/autoconsent.playwright.js"); err != nil {
 		Missing(tb, "the consent engine (make deps)", err)
 	}
