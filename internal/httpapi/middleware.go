@@ -139,20 +139,21 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	id := RequestID(r.Context())
 	var se *screenshot.Error
+	coded := errors.As(err, &se)
 	switch {
 	case status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
 		// The target's fault, not ours.
 		s.log.WarnContext(r.Context(), "target failed", "status", status, "err", err)
 	case status >= 500:
 		s.log.ErrorContext(r.Context(), "request failed", "status", status, "err", err)
-	case errors.As(err, &se) && se.Err != nil:
+	case coded && se.Err != nil:
 		// The client's message leaves detail out (what a refused name
 		// resolved to, say); the log keeps it.
 		s.log.InfoContext(r.Context(), "request refused", "status", status, "err", err)
 	default:
 		s.log.DebugContext(r.Context(), "request refused", "status", status, "err", err)
 	}
-	if errors.As(err, &se) && se.RetryAfter > 0 {
+	if coded && se.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((se.RetryAfter+time.Second-1)/time.Second)))
 	}
 	writeJSON(w, status, ErrorBody{Error: screenshot.ErrorMessage(err), RequestID: id})
