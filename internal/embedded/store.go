@@ -17,8 +17,10 @@ import (
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 
+	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/migration"
 	"github.com/shutterhq/shutter/internal/screenshot"
+	"github.com/shutterhq/shutter/internal/sqlstore"
 )
 
 // migrations are the numbered schema changes, applied in order once each;
@@ -27,15 +29,23 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Store is the embedded key store.
+// Store is the embedded store: keys, accounts and usage history through
+// the shared SQL store, and the monthly quota.
 type Store struct {
+	*sqlstore.Store
 	db *sql.DB
 }
 
 var (
 	_ screenshot.KeyStore   = (*Store)(nil)
 	_ screenshot.QuotaStore = (*Store)(nil)
+	_ account.Store         = (*Store)(nil)
 )
+
+// dialect is SQLite's: "?" placeholders, times as integer nanoseconds.
+var dialect = sqlstore.Dialect{Name: "sqlite", UnixTimes: true, IsConflict: func(err error) bool {
+	return strings.Contains(err.Error(), "UNIQUE constraint failed")
+}}
 
 // Open opens (creating when missing) the database file shutter.db in dir.
 func Open(dir string) (*Store, error) {
@@ -52,7 +62,7 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("embedded store %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{Store: sqlstore.New(db, dialect), db: db}, nil
 }
 
 // migrate applies the migrations that have not run, each in an immediate
@@ -98,106 +108,6 @@ func (s *Store) Close() error { return s.db.Close() }
 func (s *Store) Ping(ctx context.Context) error {
 	var n int
 	return s.db.QueryRowContext(ctx, `SELECT count(*) FROM api_keys`).Scan(&n)
-}
-
-// CreateKey stores a new key.
-func (s *Store) CreateKey(ctx context.Context, k *screenshot.Key) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO api_keys
-		(id, name, prefix, hash, plan, domains, rate_limit, monthly_quota, created_at, revoked_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.ID, k.Name, k.Prefix, k.Hash, string(k.Plan), strings.Join(k.Domains, ","),
-		k.RateLimit, k.MonthlyQuota, k.CreatedAt.UnixNano(), unixNano(k.RevokedAt))
-	if err != nil {
-		return fmt.Errorf("create key: %w", err)
-	}
-	return nil
-}
-
-const keyColumns = `id, name, prefix, hash, plan, domains, rate_limit, monthly_quota, created_at, revoked_at`
-
-func scanKey(row interface{ Scan(...any) error }) (*screenshot.Key, error) {
-	var k screenshot.Key
-	var plan, domains string
-	var created, revoked int64
-	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &plan, &domains, &k.RateLimit, &k.MonthlyQuota, &created, &revoked)
-	if err != nil {
-		return nil, err
-	}
-	k.Plan = screenshot.Plan(plan)
-	if domains != "" {
-		k.Domains = strings.Split(domains, ",")
-	}
-	k.CreatedAt = time.Unix(0, created).UTC()
-	if revoked != 0 {
-		k.RevokedAt = time.Unix(0, revoked).UTC()
-	}
-	return &k, nil
-}
-
-// KeyByHash finds a key by the hash of its secret.
-func (s *Store) KeyByHash(ctx context.Context, hash string) (*screenshot.Key, error) {
-	k, err := scanKey(s.db.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, screenshot.Errorf(screenshot.ENOTFOUND, "no such key")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("key by hash: %w", err)
-	}
-	return k, nil
-}
-
-// ListKeys returns every key, oldest first.
-func (s *Store) ListKeys(ctx context.Context) ([]*screenshot.Key, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	defer rows.Close()
-	var out []*screenshot.Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list keys: %w", err)
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
-}
-
-// RevokeKey marks a key revoked; revoking twice keeps the first time.
-func (s *Store) RevokeKey(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END WHERE id = ?`,
-		time.Now().UnixNano(), id)
-	if err != nil {
-		return fmt.Errorf("revoke key: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return screenshot.Errorf(screenshot.ENOTFOUND, "no key with id %s", id)
-	}
-	return nil
-}
-
-// UpdateKey changes a key.
-func (s *Store) UpdateKey(ctx context.Context, id string, u screenshot.KeyUpdate) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("update key: %w", err)
-	}
-	defer tx.Rollback()
-	k, err := scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return screenshot.Errorf(screenshot.ENOTFOUND, "no key with id %s", id)
-	}
-	if err != nil {
-		return fmt.Errorf("update key: %w", err)
-	}
-	u.Apply(k)
-	_, err = tx.ExecContext(ctx, `UPDATE api_keys SET name = ?, plan = ?, domains = ?, rate_limit = ?, monthly_quota = ? WHERE id = ?`,
-		k.Name, string(k.Plan), strings.Join(k.Domains, ","), k.RateLimit, k.MonthlyQuota, id)
-	if err != nil {
-		return fmt.Errorf("update key: %w", err)
-	}
-	return tx.Commit()
 }
 
 // Reserve holds one unit of the period's quota. The write transaction
@@ -269,11 +179,4 @@ func (s *Store) Usage(ctx context.Context, keyID, period string) (int, error) {
 		return 0, fmt.Errorf("usage: %w", err)
 	}
 	return n, nil
-}
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shutterhq/shutter/internal/migration"
 	"github.com/shutterhq/shutter/internal/storetest"
 )
 
@@ -72,7 +73,7 @@ func TestMigrations(t *testing.T) {
 		var versions, keys int
 		s.db.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&versions)
 		s.db.QueryRow(`SELECT COUNT(*) FROM api_keys`).Scan(&keys)
-		if versions != 1 || keys != 1 {
+		if all, _ := migration.Load(migrations); versions != len(all) || keys != 1 {
 			t.Errorf("schema_migrations %d rows, api_keys %d rows", versions, keys)
 		}
 		s.Close()
@@ -89,3 +90,5 @@ func TestMigrations(t *testing.T) {
 		t.Error("a plan outside free, pro, enterprise was stored")
 	}
 }
+
+func TestAccounts(t *testing.T) { storetest.RunAccounts(t, open(t, t.TempDir())) }

@@ -121,6 +121,10 @@ var statusOf = map[screenshot.Code]int{
 	screenshot.EUNAVAILABLE:   http.StatusServiceUnavailable,
 	screenshot.ETIMEOUT:       http.StatusGatewayTimeout,
 	screenshot.EINTERNAL:      http.StatusInternalServerError,
+
+	screenshot.EUNAUTHENTICATED: http.StatusUnauthorized,
+	screenshot.ECONFLICT:        http.StatusConflict,
+	screenshot.ETOOLARGE:        http.StatusRequestEntityTooLarge,
 }
 
 // ErrorBody is the JSON body of every failed request.

@@ -518,7 +518,8 @@ func TestEveryErrorCodeHasAStatus(t *testing.T) {
 	for code, want := range map[screenshot.Code]int{
 		screenshot.EINVALID: 400, screenshot.EUNAUTHORIZED: 403, screenshot.EFORBIDDEN: 403, screenshot.ENOTFOUND: 404,
 		screenshot.EUNPROCESSABLE: 422, screenshot.ERATELIMIT: 429, screenshot.EUPSTREAM: 502, screenshot.EUNAVAILABLE: 503,
-		screenshot.ETIMEOUT: 504, screenshot.EINTERNAL: 500, screenshot.Code("not-in-the-table"): 500,
+		screenshot.ETIMEOUT: 504, screenshot.EINTERNAL: 500, screenshot.EUNAUTHENTICATED: 401, screenshot.ECONFLICT: 409,
+		screenshot.ETOOLARGE: 413, screenshot.Code("not-in-the-table"): 500,
 	} {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodGet, "/v1/screenshots/take", nil)
@@ -532,7 +533,7 @@ func TestEveryErrorCodeHasAStatus(t *testing.T) {
 			t.Errorf("%s: body %s", code, w.Body)
 		}
 	}
-	if len(statusOf) != 10 {
+	if len(statusOf) != 13 {
 		t.Errorf("the table has %d codes; add the new one here", len(statusOf))
 	}
 }

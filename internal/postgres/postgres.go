@@ -6,6 +6,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -14,9 +15,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/migration"
 	"github.com/shutterhq/shutter/internal/screenshot"
+	"github.com/shutterhq/shutter/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -31,15 +35,25 @@ type Config struct {
 	MaxConns int32
 }
 
-// Store is the PostgreSQL key and usage store.
+// Store is the PostgreSQL store: keys, accounts and usage history through
+// the shared SQL store (on the same pool), and the monthly quota.
 type Store struct {
+	*sqlstore.Store
 	pool *pgxpool.Pool
+	db   *sql.DB
 }
 
 var (
 	_ screenshot.KeyStore   = (*Store)(nil)
 	_ screenshot.QuotaStore = (*Store)(nil)
+	_ account.Store         = (*Store)(nil)
 )
+
+// dialect is PostgreSQL's: numbered placeholders, timestamps.
+var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, IsConflict: func(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}}
 
 // Open connects, waits for the database to answer and applies migrations.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
@@ -55,9 +69,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	s := &Store{pool: pool}
+	db := stdlib.OpenDBFromPool(pool)
+	s := &Store{Store: sqlstore.New(db, dialect), pool: pool, db: db}
 	if err := s.Migrate(ctx); err != nil {
-		pool.Close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -65,8 +80,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	err := s.db.Close()
 	s.pool.Close()
-	return nil
+	return err
 }
 
 // Ping checks that the database answers.
@@ -115,106 +131,6 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-const keyColumns = `id, name, prefix, hash, plan, domains, rate_limit, monthly_quota, created_at, revoked_at`
-
-func scanKey(row pgx.Row) (*screenshot.Key, error) {
-	var k screenshot.Key
-	var plan string
-	var revoked *time.Time
-	if err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &plan, &k.Domains, &k.RateLimit, &k.MonthlyQuota, &k.CreatedAt, &revoked); err != nil {
-		return nil, err
-	}
-	k.Plan = screenshot.Plan(plan)
-	k.CreatedAt = k.CreatedAt.UTC()
-	if revoked != nil {
-		k.RevokedAt = revoked.UTC()
-	}
-	if len(k.Domains) == 0 {
-		k.Domains = nil
-	}
-	return &k, nil
-}
-
-// CreateKey stores a new key.
-func (s *Store) CreateKey(ctx context.Context, k *screenshot.Key) error {
-	domains := k.Domains
-	if domains == nil {
-		domains = []string{}
-	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`,
-		k.ID, k.Name, k.Prefix, k.Hash, string(k.Plan), domains, k.RateLimit, k.MonthlyQuota, k.CreatedAt)
-	if err != nil {
-		return fmt.Errorf("create key: %w", err)
-	}
-	return nil
-}
-
-// KeyByHash finds a key by the hash of its secret.
-func (s *Store) KeyByHash(ctx context.Context, hash string) (*screenshot.Key, error) {
-	k, err := scanKey(s.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = $1`, hash))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, screenshot.Errorf(screenshot.ENOTFOUND, "no such key")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("key by hash: %w", err)
-	}
-	return k, nil
-}
-
-// ListKeys returns every key, oldest first.
-func (s *Store) ListKeys(ctx context.Context) ([]*screenshot.Key, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	defer rows.Close()
-	var out []*screenshot.Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list keys: %w", err)
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
-}
-
-// RevokeKey marks a key revoked; revoking twice keeps the first time.
-func (s *Store) RevokeKey(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1`, id)
-	if err != nil {
-		return fmt.Errorf("revoke key: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return screenshot.Errorf(screenshot.ENOTFOUND, "no key with id %s", id)
-	}
-	return nil
-}
-
-// UpdateKey changes a key.
-func (s *Store) UpdateKey(ctx context.Context, id string, u screenshot.KeyUpdate) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = $1 FOR UPDATE`, id))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return screenshot.Errorf(screenshot.ENOTFOUND, "no key with id %s", id)
-		}
-		if err != nil {
-			return fmt.Errorf("update key: %w", err)
-		}
-		u.Apply(k)
-		domains := k.Domains
-		if domains == nil {
-			domains = []string{}
-		}
-		_, err = tx.Exec(ctx, `UPDATE api_keys SET name = $2, plan = $3, domains = $4, rate_limit = $5, monthly_quota = $6 WHERE id = $1`,
-			id, k.Name, string(k.Plan), domains, k.RateLimit, k.MonthlyQuota)
-		if err != nil {
-			return fmt.Errorf("update key: %w", err)
-		}
-		return nil
-	})
 }
 
 // Reserve holds one unit of the period's quota. The usage row is locked for

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/migration"
 	"github.com/shutterhq/shutter/internal/screenshot"
 	"github.com/shutterhq/shutter/internal/storetest"
 	"github.com/shutterhq/shutter/internal/testenv"
@@ -59,7 +60,7 @@ func TestMigrationsAreIdempotentAndConcurrent(t *testing.T) {
 	}
 	s := open(t, dsn)
 	var n int
-	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != 1 {
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != nMigrations(t) {
 		t.Errorf("schema_migrations rows = %d, %v", n, err)
 	}
 }
@@ -109,3 +110,13 @@ func TestOutageAndRecovery(t *testing.T) {
 		t.Errorf("usage after the restart = %d, %v (counters must survive)", n, err)
 	}
 }
+
+func nMigrations(t *testing.T) int {
+	all, err := migration.Load(migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(all)
+}
+
+func TestAccounts(t *testing.T) { storetest.RunAccounts(t, open(t, testenv.PostgresDB(t))) }

@@ -21,6 +21,11 @@ const (
 	EUNAVAILABLE   Code = "unavailable"   // no capacity or a dependency is down: 503
 	ETIMEOUT       Code = "timeout"       // the render ran past its deadline: 504
 	EINTERNAL      Code = "internal"      // a bug or an unexpected failure: 500
+
+	// The management API's own cases.
+	EUNAUTHENTICATED Code = "unauthenticated" // no or bad session or token: 401
+	ECONFLICT        Code = "conflict"        // the object exists already (an email in use): 409
+	ETOOLARGE        Code = "too_large"       // a request body over its limit: 413
 )
 
 // Error is an error with a code and a message that is safe to show to the

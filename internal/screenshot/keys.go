@@ -41,6 +41,19 @@ type Key struct {
 	MonthlyQuota int // screenshots per month; 0 means the plan's figure
 	CreatedAt    time.Time
 	RevokedAt    time.Time // zero while the key is valid
+
+	// OwnerID is the user the key belongs to; "" for keys made on the
+	// command line, which only admins see.
+	OwnerID string
+	// RequireSignature refuses requests without a valid signature.
+	RequireSignature bool
+	// SigningSecret is the sealed (encrypted) signing secret; only the
+	// account secrets open it.
+	SigningSecret string
+	// PreviousHash authenticates the secret before the last rotation until
+	// PreviousExpires.
+	PreviousHash    string
+	PreviousExpires time.Time
 }
 
 // Revoked reports whether the key was revoked.
@@ -57,6 +70,11 @@ type KeyStore interface {
 	// UpdateKey changes the fields of u that are set; ENOTFOUND when there is
 	// no such key.
 	UpdateKey(ctx context.Context, id string, u KeyUpdate) error
+	// KeyByID returns one key, or an ENOTFOUND error.
+	KeyByID(ctx context.Context, id string) (*Key, error)
+	// RotateKey gives the key a new secret; the old one keeps working until
+	// grace ends.
+	RotateKey(ctx context.Context, id, hash, prefix string, grace time.Time) error
 }
 
 // KeyUpdate is a change to a key; nil fields stay as they are.
@@ -66,6 +84,10 @@ type KeyUpdate struct {
 	Domains      *[]string
 	RateLimit    *int
 	MonthlyQuota *int
+
+	RequireSignature *bool
+	OwnerID          *string
+	SigningSecret    *string
 }
 
 // Apply changes k as u says.
@@ -84,6 +106,15 @@ func (u KeyUpdate) Apply(k *Key) {
 	}
 	if u.MonthlyQuota != nil {
 		k.MonthlyQuota = *u.MonthlyQuota
+	}
+	if u.RequireSignature != nil {
+		k.RequireSignature = *u.RequireSignature
+	}
+	if u.OwnerID != nil {
+		k.OwnerID = *u.OwnerID
+	}
+	if u.SigningSecret != nil {
+		k.SigningSecret = *u.SigningSecret
 	}
 }
 
