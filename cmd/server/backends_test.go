@@ -69,7 +69,7 @@ func TestProductionBackends(t *testing.T) {
 	site, pages := greenSite(t)
 
 	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATABASE_URL": pg.DSN("postgres"), "REDIS_URL": "redis://" + rd.Addr(),
-		"CHROME_PATH": chrome, "ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "NODE_ENV": "production",
+		"CHROME_PATH": chrome, "ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "NODE_ENV": "production", "AUTH_SECRET": strings.Repeat("a", 40),
 		"KEY_CACHE_TTL_MS": "200", "DATA_DIR": t.TempDir(),
 		// 50 renders on three local browsers may queue for long on a busy
 		// 2-core machine; the test counts quota, not queue time-outs.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,32 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/config"
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
-
-type keyRequest struct {
-	name         string
-	plan         screenshot.Plan
-	domains      []string
-	rateLimit    int
-	monthlyQuota int
-}
-
-// createKey makes a key and stores its hash; it returns the secret, which
-// exists nowhere else afterwards.
-func createKey(ctx context.Context, ks screenshot.KeyStore, cfg *config.Config, r keyRequest) (string, *screenshot.Key, error) {
-	secret := screenshot.NewSecret(cfg.APIKeyPrefix, cfg.NodeEnv)
-	k := &screenshot.Key{
-		ID: screenshot.NewKeyID(), Name: r.name, Prefix: screenshot.DisplayPrefix(secret),
-		Hash: screenshot.HashSecret(secret), Plan: r.plan, Domains: r.domains,
-		RateLimit: r.rateLimit, MonthlyQuota: r.monthlyQuota, CreatedAt: time.Now().UTC(),
-	}
-	if err := ks.CreateKey(ctx, k); err != nil {
-		return "", nil, err
-	}
-	return secret, k, nil
-}
 
 func keysCommand(ctx context.Context, cfg *config.Config, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
@@ -53,14 +32,19 @@ func keysCommand(ctx context.Context, cfg *config.Config, args []string, stdout 
 		return err
 	}
 	defer st.Close()
-	return run(ctx, keysEnv{store: st, cfg: cfg, out: stdout}, args[1:])
+	accounts, err := newAccounts(cfg, st, nil)
+	if err != nil {
+		return err
+	}
+	return run(ctx, keysEnv{store: st, accounts: accounts, cfg: cfg, out: stdout}, args[1:])
 }
 
 // keysEnv is what every keys subcommand works with.
 type keysEnv struct {
-	store store
-	cfg   *config.Config
-	out   io.Writer
+	store    store
+	accounts *account.Service
+	cfg      *config.Config
+	out      io.Writer
 }
 
 func keysCreate(ctx context.Context, e keysEnv, args []string) error {
@@ -73,15 +57,20 @@ func keysCreate(ctx context.Context, e keysEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("keys create: %w", err)
 	}
-	r := keyRequest{plan: screenshot.PlanFree}
 	k := &screenshot.Key{Plan: screenshot.PlanFree}
 	u.Apply(k)
-	r.name, r.plan, r.domains, r.rateLimit, r.monthlyQuota = k.Name, k.Plan, k.Domains, k.RateLimit, k.MonthlyQuota
-	secret, k, err := createKey(ctx, e.store, e.cfg, r)
+	c, err := e.accounts.CreateKey(ctx, account.NewKey{Name: k.Name, Plan: k.Plan, Domains: k.Domains, RateLimit: k.RateLimit,
+		MonthlyQuota: k.MonthlyQuota, RequireSignature: k.RequireSignature})
 	if err != nil {
-		return err
+		return fmt.Errorf("keys create: %s", screenshot.ErrorMessage(err))
 	}
-	fmt.Fprintf(e.out, "created key %s (plan %s); the secret is shown only now:\n%s\n", k.ID, k.Plan, secret)
+	if f.json {
+		return json.NewEncoder(e.out).Encode(map[string]any{"id": c.Key.ID, "key": c.Secret, "signingSecret": c.SigningSecret,
+			"name": c.Key.Name, "plan": c.Key.Plan, "domains": c.Key.Domains, "rateLimit": c.Key.RateLimit,
+			"monthlyQuota": c.Key.MonthlyQuota, "requireSignature": c.Key.RequireSignature})
+	}
+	fmt.Fprintf(e.out, "created key %s (plan %s); the secret and signing secret are shown only now:\n%s\nsigning secret: %s\n",
+		c.Key.ID, c.Key.Plan, c.Secret, c.SigningSecret)
 	return nil
 }
 
@@ -151,6 +140,8 @@ func keysRevoke(ctx context.Context, e keysEnv, args []string) error {
 type keyFlags struct {
 	name, plan, domains string
 	rate, quota         int
+	requireSignature    bool
+	json                bool
 }
 
 func (f *keyFlags) set(name string) *flag.FlagSet {
@@ -161,6 +152,10 @@ func (f *keyFlags) set(name string) *flag.FlagSet {
 	fs.StringVar(&f.domains, "domains", "", "comma-separated allowed domains (example.com, *.example.org); empty: any")
 	fs.IntVar(&f.rate, "rate-limit", 0, "requests per window (0: the plan's)")
 	fs.IntVar(&f.quota, "monthly-quota", 0, "screenshots per month (0: the plan's)")
+	fs.BoolVar(&f.requireSignature, "require-signature", false, "refuse requests without a valid signature")
+	if name == "keys create" {
+		fs.BoolVar(&f.json, "json", false, "print the new key as one line of JSON")
+	}
 	return fs
 }
 
@@ -194,6 +189,8 @@ func (f *keyFlags) update(fs *flag.FlagSet) (screenshot.KeyUpdate, error) {
 				err = errors.New("--rate-limit must not be negative")
 			}
 			u.RateLimit = &f.rate
+		case "require-signature":
+			u.RequireSignature = &f.requireSignature
 		case "monthly-quota":
 			if f.quota < 0 {
 				err = errors.New("--monthly-quota must not be negative")

@@ -1,7 +1,8 @@
 // Command server is Shutter's API server and its administration commands:
 //
 //	server [serve]                 run the API (the default)
-//	server keys create|list|revoke manage API keys
+//	server keys create|list|update|revoke manage API keys
+//	server users create|list|reset-password manage users
 //	server migrate                 prepare the database and exit
 //	server browser [chromium flags] supervise a browser for the API (browser pods)
 //
@@ -25,14 +26,14 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "shutter:", err)
 		os.Exit(1)
 	}
 }
 
 // run is main without the process: tests call it directly.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	case "keys":
 		return keysCommand(ctx, cfg, args, stdout)
+	case "users":
+		return usersCommand(ctx, cfg, args, stdin, stdout)
 	case "browser":
 		return browserCommand(ctx, cfg, args, log)
 	case "migrate":
@@ -77,9 +80,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 const usage = `usage:
   server [serve]
   server keys create --plan free|pro|enterprise [--name N] [--domains a.com,*.b.org] [--rate-limit N] [--monthly-quota N]
+                     [--require-signature=true|false] [--json]
   server keys list
   server keys revoke ID
-  server keys update ID [--plan P] [--name N] [--domains D] [--rate-limit N] [--monthly-quota N]
+  server keys update ID [--plan P] [--name N] [--domains D] [--rate-limit N] [--monthly-quota N] [--require-signature=true|false]
+  server users create --email E [--admin] [--password-stdin]
+  server users reset-password --email E [--password-stdin]
+  server users list
   server migrate
   server browser [chromium flags...]   (BROWSER_TOKEN, BROWSER_LISTEN, CHROME_PATH)`
 

@@ -26,7 +26,7 @@ func (e environ) get(k string) string { return e[k] }
 func cli(t testing.TB, env environ, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if err := run(context.Background(), args, env.get, &out, &errb); err != nil {
+	if err := run(context.Background(), args, env.get, strings.NewReader(env["STDIN"]), &out, &errb); err != nil {
 		t.Fatalf("server %v: %v\n%s", args, err, errb.String())
 	}
 	return out.String()
@@ -176,7 +176,7 @@ func TestDevelopmentKeyPrintedOnce(t *testing.T) {
 
 func TestBadSettingStopsStartup(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := run(context.Background(), nil, environ{"PORT": "abc"}.get, &out, &errb)
+	err := run(context.Background(), nil, environ{"PORT": "abc"}.get, strings.NewReader(""), &out, &errb)
 	if err == nil || err.Error() != `PORT: must be an integer from 0 to 65535, got "abc"` {
 		t.Fatalf("err = %v", err)
 	}

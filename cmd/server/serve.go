@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/blocking"
 	"github.com/shutterhq/shutter/internal/browserpath"
 	"github.com/shutterhq/shutter/internal/chromium"
@@ -30,6 +31,7 @@ import (
 	"github.com/shutterhq/shutter/internal/redisstore"
 	"github.com/shutterhq/shutter/internal/s3store"
 	"github.com/shutterhq/shutter/internal/screenshot"
+	usagehistory "github.com/shutterhq/shutter/internal/usage"
 	"github.com/shutterhq/shutter/internal/version"
 )
 
@@ -37,6 +39,7 @@ import (
 type store interface {
 	screenshot.KeyStore
 	screenshot.QuotaStore
+	account.Store
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -70,8 +73,10 @@ type Main struct {
 	// Addr and MetricsAddr are the listening addresses once Run has returned.
 	Addr, MetricsAddr string
 
-	store   store
-	backend string
+	store    store
+	backend  string
+	accounts *account.Service
+	history  *usagehistory.Recorder
 	redis   *redisstore.Limiter
 	cache   screenshot.Cache
 	s3      *s3store.Store
@@ -101,6 +106,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	mx := metrics.New()
 	for _, step := range []func() error{
 		func() error { return m.openStores(ctx) },
+		func() error { return m.openAccounts() },
 		func() error { return m.ensureDevKey(ctx) },
 		func() error { return m.openCache(ctx, bg) },
 		func() error { return m.openGuard() },
@@ -131,6 +137,19 @@ func (m *Main) openStores(ctx context.Context) (err error) {
 			return err
 		}
 		m.limiter = m.redis
+	}
+	return nil
+}
+
+// openAccounts builds the account service and starts the usage history.
+func (m *Main) openAccounts() (err error) {
+	cfg := m.Config
+	if m.accounts, err = newAccounts(cfg, m.store, m.limiter); err != nil {
+		return err
+	}
+	if cfg.UsageHistory {
+		m.history = &usagehistory.Recorder{Store: m.store, PerKey: cfg.RequestLogPerKey, Retention: cfg.RequestLogRetention, Log: m.Log}
+		go m.history.Run()
 	}
 	return nil
 }
@@ -264,7 +283,14 @@ func (m *Main) buildAPI(started time.Time, mx *metrics.Metrics) error {
 		HealthDetails: cfg.HealthDetails,
 		Metrics:       mx,
 		OpenAPI:       openapi.Document(parser.Params()),
+		Accounts:      m.accounts,
+		History:       m.history,
+		SecureCookies: cfg.NodeEnv == "production",
 	}, m.Log)
+	if h := m.history; h != nil {
+		mx.Counter("shutter_usage_history_dropped_total", "Usage-history events dropped because the buffer was full.",
+			func() float64 { return float64(h.Dropped()) })
+	}
 	return nil
 }
 
@@ -353,6 +379,9 @@ func (m *Main) Close() error {
 	}
 	if m.api != nil {
 		m.api.Wait(10 * time.Second) // quota commits retrying through an outage
+	}
+	if m.history != nil {
+		m.history.Close(10 * time.Second) // what is buffered is written
 	}
 	if m.metrics != nil {
 		m.metrics.Close()
@@ -500,11 +529,11 @@ func (m *Main) ensureDevKey(ctx context.Context) error {
 	if err != nil || len(keys) > 0 {
 		return err
 	}
-	secret, k, err := createKey(ctx, m.store, m.Config, keyRequest{name: "development", plan: screenshot.PlanPro})
+	c, err := m.accounts.CreateKey(ctx, account.NewKey{Name: "development", Plan: screenshot.PlanPro})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stderr, "\nCreated a development API key (%s); it is shown only this once:\n\n    %s\n\n", k.ID, secret)
+	fmt.Fprintf(m.Stderr, "\nCreated a development API key (%s); it is shown only this once:\n\n    %s\n\n", c.Key.ID, c.Secret)
 	return nil
 }
 

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -36,9 +37,24 @@ type Config struct {
 
 	Storage Storage
 
-	AuthSecret          string
-	APIKeyPrefix        string
-	IdentityClientID    string
+	AuthSecret       string
+	APIKeyPrefix     string
+	IdentityClientID string
+
+	// Accounts.
+	AuthSecretPrevious   string
+	Signup               string // closed | invite | open
+	SessionTTL           time.Duration
+	KeyRotationGrace     time.Duration
+	UsageHistory         bool
+	RequestLogRetention  time.Duration
+	RequestLogPerKey     int
+	IdentityIssuerURL    string
+	IdentityClientSecret string
+	// PublicURL is the public address of the API (VITE_SERVER_URL): links,
+	// snippets and the sign-in callback; "" uses the request's own.
+	PublicURL string
+
 	BillingAccessToken  string
 	BillingEnvironment  string
 	RateLimitWindow     time.Duration
@@ -233,6 +249,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	if r.getenv("EASYLIST_DIR") == "off" {
 		c.EasyListDir = ""
 	}
+	c.readAccounts(&r)
 	c.FilterRefresh = r.ms("FILTER_LISTS_REFRESH_MS", 24*3600*1000, 0, 30*24*3600*1000)
 	c.Plans = Plans{
 		FreeRate: r.int("PLAN_FREE_RATE_LIMIT", 10, 1, 1_000_000), FreeQuota: r.int("PLAN_FREE_MONTHLY_QUOTA", 100, 0, 1<<31-1),
@@ -257,6 +274,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		// The load wait happens inside the screenshot deadline.
 		c.PageLoadTimeout = c.ScreenshotTimeout
 	}
+	if err := c.checkAccounts(); err != nil {
+		return nil, err
+	}
 	if c.DatabaseHost != "" && c.DatabaseURL == "" {
 		for _, s := range []struct{ name, v string }{{"DATABASE_NAME", c.DatabaseName}, {"DATABASE_USER", c.DatabaseUser}} {
 			if s.v == "" {
@@ -270,6 +290,44 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// MinAuthSecret is the shortest AUTH_SECRET accepted.
+const MinAuthSecret = 32
+
+// readAccounts reads the settings of users, sessions and usage history.
+func (c *Config) readAccounts(r *reader) {
+	c.AuthSecretPrevious = r.str("AUTH_SECRET_PREVIOUS", "")
+	signup := "open"
+	if c.NodeEnv == "production" {
+		signup = "closed"
+	}
+	c.Signup = r.enum("SIGNUP", signup, "closed", "invite", "open")
+	c.SessionTTL = time.Duration(r.int("SESSION_TTL_HOURS", 30*24, 1, 365*24)) * time.Hour
+	c.KeyRotationGrace = time.Duration(r.int("KEY_ROTATION_GRACE_HOURS", 24, 0, 30*24)) * time.Hour
+	c.UsageHistory = r.bool("USAGE_HISTORY", true)
+	c.RequestLogRetention = time.Duration(r.int("REQUEST_LOG_RETENTION", 7, 1, 365)) * 24 * time.Hour
+	c.RequestLogPerKey = r.int("REQUEST_LOG_MAX_PER_KEY", 1000, 10, 1_000_000)
+	c.IdentityIssuerURL = r.url("IDENTITY_ISSUER_URL", "https", "http")
+	c.IdentityClientSecret = r.str("IDENTITY_CLIENT_SECRET", "")
+	c.PublicURL = strings.TrimSuffix(r.url("VITE_SERVER_URL", "https", "http"), "/")
+}
+
+// checkAccounts refuses an AUTH_SECRET that cannot protect anything, and
+// external sign-in without its issuer.
+func (c *Config) checkAccounts() error {
+	for _, s := range []struct{ name, v string }{{"AUTH_SECRET", c.AuthSecret}, {"AUTH_SECRET_PREVIOUS", c.AuthSecretPrevious}} {
+		if s.v != "" && len(s.v) < MinAuthSecret {
+			return fmt.Errorf("%s: must have at least %d bytes (e.g. openssl rand -hex 32), got %d", s.name, MinAuthSecret, len(s.v))
+		}
+	}
+	if c.NodeEnv == "production" && c.AuthSecret == "" {
+		return fmt.Errorf("AUTH_SECRET: required when NODE_ENV=production, at least %d bytes (e.g. openssl rand -hex 32)", MinAuthSecret)
+	}
+	if c.IdentityClientID != "" && c.IdentityIssuerURL == "" {
+		return errors.New("IDENTITY_ISSUER_URL: required when IDENTITY_CLIENT_ID is set")
+	}
+	return nil
 }
 
 // DatabaseDSN is the connection string of the database, from DATABASE_URL or

@@ -28,9 +28,11 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("added settings' defaults = %+v", c)
 	}
 	c, err = Load(env(map[string]string{"NETWORK_IDLE_MS": "200", "SHUTDOWN_DELAY_MS": "5000", "METRICS_PORT": "-1",
-		"BROWSER_URLS": "http://a:9222, ws://b:9222/devtools/browser/x", "NODE_ENV": "production"}))
+		"BROWSER_URLS": "http://a:9222, ws://b:9222/devtools/browser/x", "NODE_ENV": "production",
+		"AUTH_SECRET": strings.Repeat("s", 32)}))
 	if err != nil || c.NetworkIdle != 200*time.Millisecond || c.ShutdownDelay != 5*time.Second || c.MetricsPort != -1 ||
-		len(c.BrowserURLs) != 2 || c.LogFormat != "json" {
+		len(c.BrowserURLs) != 2 || c.LogFormat != "json" || c.Signup != "closed" || c.SessionTTL != 30*24*time.Hour ||
+		c.RequestLogRetention != 7*24*time.Hour || !c.UsageHistory {
 		t.Errorf("settings = %+v, %v", c, err)
 	}
 	if c.UsesDatabase() || c.UsesRedis() || c.Storage.Configured() {
@@ -53,6 +55,11 @@ func TestBadValues(t *testing.T) {
 		{map[string]string{"DATABASE_HOST": "db"}, "DATABASE_NAME: required when DATABASE_HOST is set"},
 		{map[string]string{"BROWSER_URLS": "127.0.0.1:9222"}, "BROWSER_URLS:"},
 		{map[string]string{"SCREENSHOT_TIMEOUT": "-5"}, "SCREENSHOT_TIMEOUT: must be an integer from 1000"},
+		{map[string]string{"NODE_ENV": "production"}, "AUTH_SECRET: required when NODE_ENV=production, at least 32 bytes"},
+		{map[string]string{"AUTH_SECRET": "short"}, "AUTH_SECRET: must have at least 32 bytes"},
+		{map[string]string{"AUTH_SECRET_PREVIOUS": "short"}, "AUTH_SECRET_PREVIOUS: must have at least 32 bytes"},
+		{map[string]string{"SIGNUP": "maybe"}, "SIGNUP: must be one of closed, invite, open"},
+		{map[string]string{"IDENTITY_CLIENT_ID": "shutter"}, "IDENTITY_ISSUER_URL: required when IDENTITY_CLIENT_ID is set"},
 	} {
 		_, err := Load(env(tc.kv))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -9,18 +9,24 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/metrics"
 	"github.com/shutterhq/shutter/internal/screenshot"
+	"github.com/shutterhq/shutter/internal/usage"
 )
 
 // info is what one request's steps tell the access log.
 type info struct {
-	keyID  string
-	cache  string
-	status int
-	bytes  int64
+	keyID   string
+	cache   string
+	status  int
+	bytes   int64
+	host    string // the target's host, once parsed
+	format  string
+	refused bool // for the key's quota
 }
 
 type infoKey struct{}
@@ -91,6 +97,7 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				m.Requests.WithLabelValues(route, strconv.Itoa(in.status)).Inc()
 				m.RequestDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 			})
+			s.record(ctx, in, start)
 			s.log.InfoContext(ctx, "request", "method", r.Method, "path", r.URL.Path,
 				"status", in.status, "duration_ms", time.Since(start).Milliseconds(),
 				"bytes", in.bytes, "key_id", in.keyID, "cache", in.cache)
@@ -105,6 +112,9 @@ func routeOf(path string) string {
 	switch path {
 	case "/v1/screenshots/take", "/health", "/health/ready", "/health/live", "/openapi":
 		return path
+	}
+	if strings.HasPrefix(path, "/v1/") {
+		return "/v1/manage"
 	}
 	return "other"
 }
@@ -137,6 +147,9 @@ type ErrorBody struct {
 // message; the log gets the whole chain.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := screenshot.ErrorCode(err)
+	if errors.Is(err, screenshot.ErrQuotaExhausted) {
+		reqInfo(r.Context()).refused = true
+	}
 	status, ok := statusOf[code]
 	if !ok {
 		status = http.StatusInternalServerError // a code without a status is our bug
@@ -170,4 +183,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(append(buf, '\n'))
+}
+
+// record hands a key's request to the usage history.
+func (s *Server) record(ctx context.Context, in *info, start time.Time) {
+	if s.History == nil || in.keyID == "" {
+		return
+	}
+	e := usage.Event{Request: account.Request{KeyID: in.keyID, At: start.UTC(), Status: in.status,
+		DurationMS: time.Since(start).Milliseconds(), Host: in.host, Format: in.format, Cached: in.cache == "HIT",
+		RequestID: RequestID(ctx)}}
+	switch {
+	case in.status == http.StatusOK && in.cache == "HIT":
+		e.Outcome, e.Bytes = usage.CacheHit, in.bytes
+	case in.status == http.StatusOK:
+		e.Outcome, e.Bytes = usage.Succeeded, in.bytes
+	case in.status == http.StatusTooManyRequests || in.refused:
+		e.Outcome = usage.Refused
+	case in.status >= 500 || in.status == http.StatusUnprocessableEntity:
+		e.Outcome = usage.Failed
+	}
+	s.History.Record(e)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/health"
 	"github.com/shutterhq/shutter/internal/logging"
 	"github.com/shutterhq/shutter/internal/metrics"
@@ -61,6 +62,14 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// OpenAPI is the document served at /openapi.
 	OpenAPI []byte
+	// Accounts serves users, sessions, tokens and key management under
+	// /v1, and opens signing secrets; nil serves none of it.
+	Accounts *account.Service
+	// History records each request of a key; nil records nothing.
+	History *usage.Recorder
+	// SecureCookies marks the session cookie Secure (with the __Host-
+	// prefix): production, served over HTTPS.
+	SecureCookies bool
 }
 
 // Server serves the HTTP API.
@@ -92,12 +101,15 @@ func New(d Deps, log *slog.Logger) *Server {
 	r.HandlerFunc(http.MethodGet, "/health/ready", s.ready)
 	r.HandlerFunc(http.MethodGet, "/health", s.health)
 	r.HandlerFunc(http.MethodGet, "/openapi", s.openapi)
+	if d.Accounts != nil {
+		s.routeAccounts(r)
+	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, req, screenshot.Errorf(screenshot.ENOTFOUND, "no such endpoint: %s", req.URL.Path))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("Allow", "GET")
-		writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{Error: "method not allowed; use GET", RequestID: RequestID(req.Context())})
+		// The router has set Allow to the methods the path has.
+		writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{Error: "method not allowed; use " + w.Header().Get("Allow"), RequestID: RequestID(req.Context())})
 	})
 	r.HandleOPTIONS = false
 	s.handler = s.wrap(r)
@@ -116,7 +128,11 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 // serveTake is the screenshot endpoint, step by step.
 func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	signed, signature, signedReq, err := account.SplitSignature(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	q, err := url.ParseQuery(signed)
 	if err != nil {
 		return screenshot.Errorf(screenshot.EINVALID, "the query string is not valid URL encoding")
 	}
@@ -128,7 +144,11 @@ func (s *Server) serveTake(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	reqInfo(ctx).keyID = key.ID
+	in := reqInfo(ctx)
+	in.keyID, in.host, in.format = key.ID, o.Host(), string(o.Format)
+	if err := s.checkSignature(ctx, key, signed, signature, signedReq); err != nil {
+		return err
+	}
 	limits := s.Plans.For(key)
 	if err := s.rateLimit(w, r, key, limits); err != nil {
 		return err
@@ -214,6 +234,29 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, key *screensh
 		return &screenshot.Error{Code: screenshot.ERATELIMIT, RetryAfter: wait,
 			Message: fmt.Sprintf("rate limit of %d requests per %s exceeded; the window resets at %s",
 				st.Limit, s.RateWindow, st.Reset.UTC().Format(time.RFC3339))}
+	}
+	return nil
+}
+
+// checkSignature verifies a request's signature when it has one, and
+// refuses a key that requires one without it.
+func (s *Server) checkSignature(ctx context.Context, key *screenshot.Key, signed, signature string, present bool) error {
+	if !present && !key.RequireSignature {
+		return nil
+	}
+	if !present {
+		return screenshot.Errorf(screenshot.EFORBIDDEN, "this API key requires signed requests: end the query with &signature=<HMAC-SHA256 of the query, hex>")
+	}
+	if s.Accounts == nil {
+		return screenshot.Errorf(screenshot.EFORBIDDEN, "request signatures are not available on this server")
+	}
+	secret, err := s.Accounts.SigningSecret(ctx, key)
+	if err != nil {
+		return &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the key's signing secret cannot be read; try again shortly",
+			RetryAfter: 5 * time.Second, Err: err}
+	}
+	if !account.VerifySignature(secret, signed, signature) {
+		return screenshot.Errorf(screenshot.EFORBIDDEN, "the signature does not match this request (it covers the query exactly as sent, before &signature=)")
 	}
 	return nil
 }

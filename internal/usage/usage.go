@@ -6,6 +6,7 @@ package usage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -38,8 +39,8 @@ func (m *Meter) Reserve(ctx context.Context, key *screenshot.Key, limits screens
 		if m.OnExhausted != nil {
 			m.OnExhausted()
 		}
-		return "", screenshot.Errorf(screenshot.EFORBIDDEN, "the monthly quota of %d screenshots is exhausted; it resets at %s",
-			limits.Quota, resets.Format(time.RFC3339))
+		return "", &screenshot.Error{Code: screenshot.EFORBIDDEN, Err: screenshot.ErrQuotaExhausted,
+			Message: fmt.Sprintf("the monthly quota of %d screenshots is exhausted; it resets at %s", limits.Quota, resets.Format(time.RFC3339))}
 	case err != nil:
 		return "", &screenshot.Error{Code: screenshot.EUNAVAILABLE, Message: "the usage store is unavailable; try again shortly",
 			RetryAfter: 5 * time.Second, Err: err}
