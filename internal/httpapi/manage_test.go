@@ -12,12 +12,17 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/embedded"
 	"github.com/shutterhq/shutter/internal/netguard"
+	"github.com/shutterhq/shutter/internal/openapi"
 	"github.com/shutterhq/shutter/internal/queue"
 	"github.com/shutterhq/shutter/internal/screenshot"
 	"github.com/shutterhq/shutter/internal/usage"
@@ -29,6 +34,27 @@ const (
 	vectorQuery     = "api_key=ss_test_4fj2kq7x3m5n6p8r9s2t4v6w8y2z3b5c&url=https%3A%2F%2Fexample.com%2F&format=png&full_page=true"
 	vectorSignature = "f7967e7d7d8f8779cf71e0f7e6dd50ab8983a52055e88517ff814db4eeaf12fd"
 )
+
+var (
+	validatorOnce sync.Once
+	docValidator  validator.Validator
+)
+
+// documentValidator checks answers against the OpenAPI document served.
+func documentValidator(t *testing.T) validator.Validator {
+	validatorOnce.Do(func() {
+		doc, err := libopenapi.NewDocument(openapi.Document(screenshot.Params(screenshot.DefaultLimits)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, errs := validator.NewValidator(doc)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		docValidator = v
+	})
+	return docValidator
+}
 
 type accountsFixture struct {
 	*fixture
@@ -101,6 +127,13 @@ func (c *client) do(method, path string, body any, out any) int {
 	if out != nil && len(raw) > 0 {
 		if err := json.Unmarshal(raw, out); err != nil {
 			c.t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	vreq, _ := http.NewRequest(method, path, nil)
+	if ok, errs := documentValidator(c.t).ValidateHttpResponse(vreq, resp); !ok {
+		for _, e := range errs {
+			c.t.Errorf("%s %s (%d) disagrees with the OpenAPI document: %s: %s", method, path, resp.StatusCode, e.Message, e.Reason)
 		}
 	}
 	if resp.StatusCode >= 400 {

@@ -23,6 +23,9 @@ func Document(params []screenshot.Param) []byte {
 func build(params []screenshot.Param) obj {
 	paths := healthPaths()
 	paths["/v1/screenshots/take"] = obj{"get": takeOperation(params)}
+	managePaths(paths)
+	comps := components()
+	manageComponents(comps)
 	return obj{
 		"openapi": "3.1.0",
 		"info": obj{
@@ -31,7 +34,7 @@ func build(params []screenshot.Param) obj {
 			"description": "Renders web pages in headless Chromium and returns the image. Every option is a query parameter, so the request URL can be used directly as an image source.",
 		},
 		"paths":      paths,
-		"components": components(),
+		"components": comps,
 	}
 }
 
@@ -58,7 +61,9 @@ func takeOperation(params []screenshot.Param) obj {
 		"operationId": "takeScreenshot",
 		"summary":     "Render a page and return the image",
 		"security":    []any{obj{"apiKey": []any{}}},
-		"parameters": append(append([]any{obj{"$ref": "#/components/parameters/api_key"}}, qp...),
+		"parameters": append(append(append([]any{obj{"$ref": "#/components/parameters/api_key"}}, qp...),
+			obj{"name": "signature", "in": "query", "schema": obj{"type": "string", "pattern": "^[0-9a-f]{64}$"},
+				"description": "Lowercase hex HMAC-SHA256, keyed by the key's signing secret, of the raw query string exactly as sent before &signature=. Must be the last parameter. Required for keys with requireSignature; checked whenever given."}),
 			obj{"name": "If-None-Match", "in": "header", "description": "ETag of a cached image the client holds; a match gives 304.",
 				"schema": obj{"type": "string"}}),
 		"responses": obj{
@@ -84,7 +89,7 @@ func takeOperation(params []screenshot.Param) obj {
 					"Cache-Control": ref("headers", "Cache-Control"), "X-Request-Id": ref("headers", "X-Request-Id")},
 			},
 			"400": errResp("Invalid or unknown parameter; a parameter that is not a list given twice; parameters that may not go together (clip and selector, omit_background with jpeg, …); missing api_key or url; a target whose address is not public."),
-			"403": errResp("Invalid, unknown or revoked API key; a target outside the key's allowed domains; the monthly quota is exhausted.", rateHeaders...),
+			"403": errResp("Invalid, unknown or revoked API key; a target outside the key's allowed domains; the monthly quota is exhausted; a missing signature on a key that requires one, or a wrong signature.", rateHeaders...),
 			"422": errResp("selector or click matched no element, or one without a visible size; wait_for_selector saw no visible match within the time limit; scripts threw.", rateHeaders...),
 			"429": errResp("The key's rate limit is exceeded.", append(rateHeaders, "Retry-After")...),
 			"500": errResp("Internal error; the message is generic, the request id finds the detail in the log."),
