@@ -284,6 +284,8 @@ func (m *Main) buildAPI(started time.Time, mx *metrics.Metrics) error {
 		Metrics:       mx,
 		OpenAPI:       openapi.Document(parser.Params()),
 		Accounts:      m.accounts,
+		Identity:      identity(cfg),
+		PublicURL:     cfg.PublicURL,
 		History:       m.history,
 		SecureCookies: cfg.NodeEnv == "production",
 	}, m.Log)
@@ -292,6 +294,14 @@ func (m *Main) buildAPI(started time.Time, mx *metrics.Metrics) error {
 			func() float64 { return float64(h.Dropped()) })
 	}
 	return nil
+}
+
+// identity is external sign-in when IDENTITY_CLIENT_ID is set.
+func identity(cfg *config.Config) *account.Identity {
+	if cfg.IdentityClientID == "" {
+		return nil
+	}
+	return &account.Identity{Issuer: cfg.IdentityIssuerURL, ClientID: cfg.IdentityClientID, ClientSecret: cfg.IdentityClientSecret}
 }
 
 // ready is readiness: the database answers and a browser is ready.

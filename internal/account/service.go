@@ -368,3 +368,33 @@ func (s *Service) Visible(ctx context.Context, u *User, id string) (*screenshot.
 	}
 	return k, nil
 }
+
+// SignInExternal signs in the user whose email the identity provider
+// verified, creating the account when the sign-up policy allows (the first
+// user, or SIGNUP=open; under invite, an invited account exists already).
+func (s *Service) SignInExternal(ctx context.Context, email string) (*User, string, error) {
+	u, err := s.Store.UserByEmail(ctx, email)
+	switch {
+	case err == nil && u.Disabled:
+		return nil, "", screenshot.Errorf(screenshot.EFORBIDDEN, "this account is disabled")
+	case err == nil:
+		return s.startSession(ctx, u)
+	case screenshot.ErrorCode(err) != screenshot.ENOTFOUND:
+		return nil, "", err
+	}
+	n, err := s.Store.CountUsers(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if n > 0 && s.Signup != SignupOpen {
+		return nil, "", screenshot.Errorf(screenshot.EFORBIDDEN, "there is no account for %s on this instance; ask an admin for an invitation", email)
+	}
+	u = &User{ID: NewID("usr"), Email: email, Role: RoleMember, CreatedAt: time.Now().UTC()}
+	if n == 0 {
+		u.Role = RoleAdmin
+	}
+	if err := s.Store.CreateUser(ctx, u); err != nil {
+		return nil, "", err
+	}
+	return s.startSession(ctx, u)
+}

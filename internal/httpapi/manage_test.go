@@ -62,7 +62,7 @@ type accountsFixture struct {
 	history  *usage.Recorder
 }
 
-func newAccountsFixture(t *testing.T, signup account.Signup) *accountsFixture {
+func newAccountsFixture(t *testing.T, signup account.Signup, identity ...*account.Identity) *accountsFixture {
 	t.Helper()
 	st, err := embedded.Open(t.TempDir())
 	if err != nil {
@@ -78,7 +78,7 @@ func newAccountsFixture(t *testing.T, signup account.Signup) *accountsFixture {
 	s := New(Deps{
 		Parser: screenshot.NewParser(screenshot.DefaultLimits), Keys: st, Guard: &netguard.Guard{}, Queue: f.queue,
 		Renderer: f.render, Quota: st, Plans: screenshot.DefaultPlans, HoldTTL: time.Minute,
-		Accounts: f.accounts, History: f.history,
+		Accounts: f.accounts, History: f.history, Identity: append(identity, nil)[0],
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.srv = httptest.NewServer(s)
 	t.Cleanup(f.srv.Close)

@@ -67,6 +67,11 @@ type Deps struct {
 	Accounts *account.Service
 	// History records each request of a key; nil records nothing.
 	History *usage.Recorder
+	// Identity is external sign-in; nil has none.
+	Identity *account.Identity
+	// PublicURL is the public address of the API (VITE_SERVER_URL); ""
+	// uses the request's.
+	PublicURL string
 	// SecureCookies marks the session cookie Secure (with the __Host-
 	// prefix): production, served over HTTPS.
 	SecureCookies bool
@@ -103,6 +108,7 @@ func New(d Deps, log *slog.Logger) *Server {
 	r.HandlerFunc(http.MethodGet, "/openapi", s.openapi)
 	if d.Accounts != nil {
 		s.routeAccounts(r)
+		s.routeIdentity(r)
 	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, req, screenshot.Errorf(screenshot.ENOTFOUND, "no such endpoint: %s", req.URL.Path))

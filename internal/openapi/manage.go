@@ -70,6 +70,16 @@ func managePaths(paths obj) {
 	}
 	add("/v1/auth/signup", "post", op{id: "signUp", summary: "Create an account (the first one is an admin) and sign in", body: "Credentials", ok: 201, okSchema: "User", public: true, errors: []int{403, 409}})
 	add("/v1/auth/signin", "post", op{id: "signIn", summary: "Sign in: sets the session cookie", body: "Credentials", ok: 200, okSchema: "User", public: true, errors: []int{401, 403, 429}})
+	add("/v1/auth/config", "get", op{id: "authConfig", summary: "How one signs in here: the sign-up policy and whether external sign-in is on", ok: 200, okSchema: "AuthConfig", public: true})
+	redirect := func(id, summary, to string) obj {
+		return obj{"operationId": id, "summary": summary, "tags": []string{"management"}, "responses": obj{
+			"302": obj{"description": to}, "401": jsonResp(errorMeaning[401], "Error"), "403": jsonResp(errorMeaning[403], "Error"),
+			"503": jsonResp("The identity provider cannot be reached.", "Error")}}
+	}
+	paths["/v1/auth/oidc/start"] = obj{"get": redirect("oidcStart", "External sign-in (when IDENTITY_CLIENT_ID is set): redirects to the identity provider; return= is the local path to come back to",
+		"To the identity provider's authorization endpoint (code flow with PKCE).")}
+	paths["/v1/auth/oidc/callback"] = obj{"get": redirect("oidcCallback", "The identity provider's answer: signs the user with its verified email in, then redirects to the return path",
+		"To the return path, with the session cookie set.")}
 	add("/v1/auth/signout", "post", op{id: "signOut", summary: "End this session", ok: 204, errors: []int{400}})
 	add("/v1/auth/signout-everywhere", "post", op{id: "signOutEverywhere", summary: "End every session of the user", ok: 204})
 	add("/v1/me", "get", op{id: "me", summary: "The signed-in user, with the session's csrfToken", ok: 200, okSchema: "User"})
@@ -142,6 +152,8 @@ func manageComponents(c obj) {
 	s := c["schemas"].(obj)
 	s["Credentials"] = obj{"type": "object", "required": []string{"email", "password"}, "additionalProperties": false,
 		"properties": obj{"email": obj{"type": "string", "format": "email"}, "password": obj{"type": "string", "minLength": 10}}}
+	s["AuthConfig"] = object([]string{"signup", "externalSignIn"}, obj{
+		"signup": obj{"type": "string", "enum": []string{"closed", "invite", "open"}}, "externalSignIn": boolean})
 	s["PasswordChange"] = strict(obj{"currentPassword": str, "newPassword": obj{"type": "string", "minLength": 10}})
 	s["User"] = object([]string{"id", "email", "role", "disabled", "hasPassword", "createdAt", "lastSignInAt"}, obj{
 		"id": str, "email": str, "role": obj{"type": "string", "enum": []string{"admin", "member"}}, "disabled": boolean,
