@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/config"
+	"github.com/shutterhq/shutter/internal/screenshot"
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
@@ -82,6 +85,10 @@ func TestProductionBackends(t *testing.T) {
 		t.Fatalf("production key = %q", quotaKey)
 	}
 	rateKey := newKey(t, env, "--plan", "enterprise", "--rate-limit", "50", "--domains", "allowed.example")
+	var cacheKey struct{ ID, Key string }
+	if err := json.Unmarshal([]byte(cli(t, env, "keys", "create", "--plan", "enterprise", "--rate-limit", "1000", "--json")), &cacheKey); err != nil || cacheKey.ID == "" {
+		t.Fatalf("keys create --json: %v %+v", err, cacheKey)
+	}
 
 	servers := []*Main{startMain(t, env), startMain(t, env), startMain(t, env)}
 	parent := t
@@ -102,9 +109,31 @@ func TestProductionBackends(t *testing.T) {
 			t.Errorf("statuses = %v, want 150×429 and 50×403", codes)
 		}
 	})
+	var cacheOutcomes map[string]int
+	t.Run("cache fill across replicas", func(t *testing.T) {
+		cacheOutcomes = burstCache(t, servers, url.Values{"api_key": {cacheKey.Key}, "url": {site.URL + "/?cached"}, "is_cached": {"true"}}, 200)
+		if cacheOutcomes["MISS"]+cacheOutcomes["HIT"] != 200 || cacheOutcomes["HIT"] == 0 {
+			t.Errorf("X-Cache of 200 cached requests: %v", cacheOutcomes)
+		}
+	})
 	t.Run("usage survives a restart", func(t *testing.T) {
 		for _, m := range servers {
 			m.Close()
+		}
+		// The usage history of the 600 requests, by outcome, after a clean
+		// shutdown of every replica.
+		counters := usageToday(t, env)
+		for _, c := range []struct {
+			key  string
+			want string
+		}{
+			{quotaKey, "succeeded 50 failed 0 hits 0 refused 150"},
+			{rateKey, "succeeded 0 failed 0 hits 0 refused 150"}, // the 50 others: a domain refusal, logged only
+			{cacheKey.Key, fmt.Sprintf("succeeded %d failed 0 hits %d refused 0", cacheOutcomes["MISS"], cacheOutcomes["HIT"])},
+		} {
+			if got := counters[screenshot.HashSecret(c.key)]; got != c.want {
+				t.Errorf("usage of %.12s…: %q, want %q", c.key, got, c.want)
+			}
 		}
 		list := cli(t, env, "keys", "list")
 		if !strings.Contains(list, "50/50") {
@@ -345,4 +374,64 @@ func TestFaultsUnderLoad(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// burstCache sends n concurrent cached requests over the servers and
+// counts their X-Cache answers.
+func burstCache(t *testing.T, servers []*Main, q url.Values, n int) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string]int{}
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}, Timeout: time.Minute}
+	for i := range n {
+		m := servers[i%len(servers)]
+		wg.Go(func() {
+			resp, err := client.Get("http://" + m.Addr + "/v1/screenshots/take?" + q.Encode())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			out[resp.Header.Get("X-Cache")]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// usageToday reads today's usage counters of every key from the store, by
+// the hash of the key's secret.
+func usageToday(t *testing.T, env environ) map[string]string {
+	t.Helper()
+	cfg, err := config.Load(env.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := openStore(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	keys, err := st.ListKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	out := map[string]string{}
+	for _, k := range keys {
+		days, err := st.UsageDays(t.Context(), k.ID, today, today)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d account.Day
+		if len(days) == 1 {
+			d = days[0]
+		}
+		out[k.Hash] = fmt.Sprintf("succeeded %d failed %d hits %d refused %d", d.Succeeded, d.Failed, d.CacheHits, d.Refused)
+	}
+	return out
 }

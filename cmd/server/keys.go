@@ -69,8 +69,9 @@ func keysCreate(ctx context.Context, e keysEnv, args []string) error {
 			"name": c.Key.Name, "plan": c.Key.Plan, "domains": c.Key.Domains, "rateLimit": c.Key.RateLimit,
 			"monthlyQuota": c.Key.MonthlyQuota, "requireSignature": c.Key.RequireSignature})
 	}
-	fmt.Fprintf(e.out, "created key %s (plan %s); the secret and signing secret are shown only now:\n%s\nsigning secret: %s\n",
-		c.Key.ID, c.Key.Plan, c.Secret, c.SigningSecret)
+	// The key itself stays on the last line, for scripts.
+	fmt.Fprintf(e.out, "created key %s (plan %s); its signing secret and the key are shown only now:\nsigning secret: %s\n%s\n",
+		c.Key.ID, c.Key.Plan, c.SigningSecret, c.Secret)
 	return nil
 }
 
