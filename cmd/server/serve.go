@@ -77,19 +77,19 @@ type Main struct {
 	backend  string
 	accounts *account.Service
 	history  *usagehistory.Recorder
-	redis   *redisstore.Limiter
-	cache   screenshot.Cache
-	s3      *s3store.Store
-	stopBg  context.CancelFunc
-	pool    *chromium.Pool
-	consent *chromium.ConsentEngine // nil: consent dialogs are only hidden
-	queue   *queue.Queue
-	limiter screenshot.Limiter
-	guard   *netguard.Guard
-	checker *health.Checker
-	api     *httpapi.Server
-	http    *http.Server
-	metrics *http.Server
+	redis    *redisstore.Limiter
+	cache    screenshot.Cache
+	s3       *s3store.Store
+	stopBg   context.CancelFunc
+	pool     *chromium.Pool
+	consent  *chromium.ConsentEngine // nil: consent dialogs are only hidden
+	queue    *queue.Queue
+	limiter  screenshot.Limiter
+	guard    *netguard.Guard
+	checker  *health.Checker
+	api      *httpapi.Server
+	http     *http.Server
+	metrics  *http.Server
 }
 
 // Run opens the stores, starts the browsers and starts serving. It returns

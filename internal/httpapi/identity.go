@@ -70,14 +70,16 @@ func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request) error {
 			RetryAfter: 5 * time.Second, Err: err}
 	}
 	raw, _ := json.Marshal(flow)
+	//nolint:gosec // Secure in production; development serves plain HTTP (README: Sessions)
 	http.SetCookie(w, &http.Cookie{Name: s.flowCookie(), Value: s.Accounts.Secrets.Seal(string(raw)), Path: "/", HttpOnly: true,
 		Secure: s.SecureCookies, SameSite: http.SameSiteLaxMode, MaxAge: 600})
-	http.Redirect(w, r, u, http.StatusFound)
+	http.Redirect(w, r, u, http.StatusFound) //nolint:gosec // the provider's authorization endpoint (discovered), not input
 	return nil
 }
 
 func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) error {
-	http.SetCookie(w, &http.Cookie{Name: s.flowCookie(), Path: "/", HttpOnly: true, Secure: s.SecureCookies, MaxAge: -1})
+	//nolint:gosec // deletes the cookie; Secure as when it was set
+	http.SetCookie(w, &http.Cookie{Name: s.flowCookie(), Path: "/", HttpOnly: true, Secure: s.SecureCookies, SameSite: http.SameSiteLaxMode, MaxAge: -1})
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
 		return screenshot.Errorf(screenshot.EUNAUTHENTICATED, "the identity provider refused the sign-in: %.100s", e)

@@ -261,6 +261,7 @@ func (s *Server) startSession(w http.ResponseWriter, status int, u *account.User
 
 // SetSessionCookie sets (or, with an empty token, clears) the session cookie.
 func (s *Server) SetSessionCookie(w http.ResponseWriter, token string) {
+	//nolint:gosec // Secure in production; development serves plain HTTP (README: Sessions)
 	ck := &http.Cookie{Name: s.SessionCookie(), Value: token, Path: "/", HttpOnly: true, Secure: s.SecureCookies,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(s.Accounts.SessionTTL / time.Second)}
 	if token == "" {

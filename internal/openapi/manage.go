@@ -27,8 +27,8 @@ func (o op) build() obj {
 		out["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": ref("schemas", o.body)}}}
 	}
 	resp := obj{}
-	switch {
-	case o.okSchema == "":
+	switch o.okSchema {
+	case "":
 		resp[strconv.Itoa(o.ok)] = obj{"description": "Done."}
 	default:
 		resp[strconv.Itoa(o.ok)] = jsonResp("Success.", o.okSchema)

@@ -144,7 +144,7 @@ func (s *Store) DeleteUserSessions(ctx context.Context, userID string) error {
 	return nil
 }
 
-const tokenColumns = `id, user_id, name, prefix, hash, created_at, expires_at, last_used_at`
+const tokenColumns = `id, user_id, name, prefix, hash, created_at, expires_at, last_used_at` //nolint:gosec // column names
 
 func scanToken(scan func(...any) error) (*account.Token, error) {
 	var t account.Token
