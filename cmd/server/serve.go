@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/shutterhq/shutter/internal/browserpath"
 	"github.com/shutterhq/shutter/internal/chromium"
 	"github.com/shutterhq/shutter/internal/config"
+	"github.com/shutterhq/shutter/internal/dashboard"
 	"github.com/shutterhq/shutter/internal/embedded"
 	"github.com/shutterhq/shutter/internal/health"
 	"github.com/shutterhq/shutter/internal/httpapi"
@@ -265,6 +267,11 @@ func (m *Main) buildAPI(started time.Time, mx *metrics.Metrics) error {
 	cfg := m.Config
 	m.checker = &health.Checker{Checks: m.checks(), Version: version.String(), Started: started}
 	parser := screenshot.NewParser(screenshot.Limits{DefaultWidth: cfg.DefaultWidth, DefaultHeight: cfg.DefaultHeight, MaxWidth: cfg.MaxWidth, MaxHeight: cfg.MaxHeight})
+	dash := &dashboard.Dashboard{Accounts: m.accounts, Quota: m.store, Plans: plans(cfg.Plans), Params: parser.Params(),
+		Health: m.checker, PublicURL: cfg.PublicURL, SecureCookies: cfg.NodeEnv == "production", External: externalName(cfg), Log: m.Log}
+	if err := dash.Init(); err != nil {
+		return err
+	}
 	m.api = httpapi.New(httpapi.Deps{
 		Parser:        parser,
 		Keys:          &screenshot.KeyCache{KeyStore: m.store, TTL: cfg.KeyCacheTTL},
@@ -288,12 +295,26 @@ func (m *Main) buildAPI(started time.Time, mx *metrics.Metrics) error {
 		PublicURL:     cfg.PublicURL,
 		History:       m.history,
 		SecureCookies: cfg.NodeEnv == "production",
+		Dashboard:     dash,
 	}, m.Log)
+	dash.API = m.api
 	if h := m.history; h != nil {
 		mx.Counter("shutter_usage_history_dropped_total", "Usage-history events dropped because the buffer was full.",
 			func() float64 { return float64(h.Dropped()) })
 	}
 	return nil
+}
+
+// externalName names the identity provider on the sign-in button: its
+// issuer's host.
+func externalName(cfg *config.Config) string {
+	if cfg.IdentityClientID == "" {
+		return ""
+	}
+	if u, err := url.Parse(cfg.IdentityIssuerURL); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return "your identity provider"
 }
 
 // identity is external sign-in when IDENTITY_CLIENT_ID is set.

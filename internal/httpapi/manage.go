@@ -30,14 +30,8 @@ type caller struct {
 // handler is a management endpoint.
 type handler func(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error
 
-// SessionCookie is the name of the session cookie: with the __Host- prefix
-// (Secure, whole host, path /) when cookies are secure.
-func (s *Server) SessionCookie() string {
-	if s.SecureCookies {
-		return "__Host-shutter_session"
-	}
-	return "shutter_session"
-}
+// SessionCookie is the name of the session cookie.
+func (s *Server) SessionCookie() string { return account.SessionCookieName(s.SecureCookies) }
 
 // CSRFHeader carries the session's CSRF token on state-changing requests.
 const CSRFHeader = "X-CSRF-Token"
@@ -261,13 +255,7 @@ func (s *Server) startSession(w http.ResponseWriter, status int, u *account.User
 
 // SetSessionCookie sets (or, with an empty token, clears) the session cookie.
 func (s *Server) SetSessionCookie(w http.ResponseWriter, token string) {
-	//nolint:gosec // Secure in production; development serves plain HTTP (README: Sessions)
-	ck := &http.Cookie{Name: s.SessionCookie(), Value: token, Path: "/", HttpOnly: true, Secure: s.SecureCookies,
-		SameSite: http.SameSiteLaxMode, MaxAge: int(s.Accounts.SessionTTL / time.Second)}
-	if token == "" {
-		ck.MaxAge = -1
-	}
-	http.SetCookie(w, ck)
+	account.SetSessionCookie(w, token, s.SecureCookies, s.Accounts.SessionTTL)
 }
 
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request, c *caller, _ httprouter.Params) error {

@@ -116,6 +116,9 @@ func routeOf(path string) string {
 	if strings.HasPrefix(path, "/v1/") {
 		return "/v1/manage"
 	}
+	if path == "/" || strings.HasPrefix(path, "/dashboard") {
+		return "/dashboard"
+	}
 	return "other"
 }
 

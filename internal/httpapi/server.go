@@ -72,6 +72,9 @@ type Deps struct {
 	// PublicURL is the public address of the API (VITE_SERVER_URL); ""
 	// uses the request's.
 	PublicURL string
+	// Dashboard, when set, adds the web console's routes (and / redirects
+	// to it).
+	Dashboard interface{ Routes(r *httprouter.Router) }
 	// SecureCookies marks the session cookie Secure (with the __Host-
 	// prefix): production, served over HTTPS.
 	SecureCookies bool
@@ -109,6 +112,9 @@ func New(d Deps, log *slog.Logger) *Server {
 	if d.Accounts != nil {
 		s.routeAccounts(r)
 		s.routeIdentity(r)
+	}
+	if d.Dashboard != nil {
+		d.Dashboard.Routes(r)
 	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, req, screenshot.Errorf(screenshot.ENOTFOUND, "no such endpoint: %s", req.URL.Path))

@@ -1,0 +1,27 @@
+package account
+
+import (
+	"net/http"
+	"time"
+)
+
+// SessionCookieName is the session cookie's name: with the __Host- prefix
+// (Secure, the whole host, path /) when cookies are secure (production,
+// over HTTPS); browsers refuse that prefix over plain HTTP.
+func SessionCookieName(secure bool) string {
+	if secure {
+		return "__Host-shutter_session"
+	}
+	return "shutter_session"
+}
+
+// SetSessionCookie sets the session cookie, or with an empty token clears it.
+func SetSessionCookie(w http.ResponseWriter, token string, secure bool, ttl time.Duration) {
+	//nolint:gosec // Secure in production; development serves plain HTTP (README: Sessions)
+	ck := &http.Cookie{Name: SessionCookieName(secure), Value: token, Path: "/", HttpOnly: true, Secure: secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: int(ttl / time.Second)}
+	if token == "" {
+		ck.MaxAge = -1
+	}
+	http.SetCookie(w, ck)
+}
