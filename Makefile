@@ -234,6 +234,11 @@ bench: test-deps ## Render benchmarks next to a raw chromedp baseline; cache hit
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/httpapi ./internal/embedded ./internal/s3store
 	$(GO) test -run '^$$' -bench . ./internal/screenshot ./internal/blocking
 
+.PHONY: screenshots
+screenshots: deps ## Screenshots of the dashboard, with seeded data, taken by Shutter itself, into docs/.
+	@mkdir -p docs
+	SHUTTER_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestDashboardScreenshots$$' ./cmd/server
+
 .PHONY: clean
 clean: ## Remove build output.
 	rm -rf $(BIN)

@@ -345,7 +345,7 @@ func dashboardStory(t *testing.T, browserCtx context.Context, env environ) {
 
 	// Revoke with confirmation; the key stops working.
 	ada.open(keyPath)
-	ada.do(chromedp.Click(`a[href="` + keyPath + `/revoke"]`), chromedp.WaitVisible(`form[action="` + keyPath + `/revoke"]`))
+	ada.do(chromedp.Click(`a[href="`+keyPath+`/revoke"]`), chromedp.WaitVisible(`form[action="`+keyPath+`/revoke"]`))
 	ada.submit(`form[action="` + keyPath + `/revoke"] button`)
 	if n := ada.text(".notice"); !strings.Contains(n, "revoked") {
 		t.Errorf("after revoking: %q", n)

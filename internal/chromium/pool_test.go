@@ -691,3 +691,32 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("stats after the change = %+v", st)
 	}
 }
+
+// TestCookiesForAnIPv6Target: a cookie without Domain is a host-only
+// cookie of the target, also when the host is an IPv6 literal (the browser
+// refused the bare address as a Domain).
+func TestCookiesForAnIPv6Target(t *testing.T) {
+	p := pool(t)
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		testenv.Missing(t, "an IPv6 loopback address", err)
+	}
+	got := make(chan string, 4)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := r.Cookie("session"); err == nil {
+			got <- c.Value
+		}
+		io.WriteString(w, "ok")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	render(t, p, opts(t, "http://"+ln.Addr().String()+"/", "cookies", "session=v6; Path=/"))
+	select {
+	case v := <-got:
+		if v != "v6" {
+			t.Errorf("cookie = %q", v)
+		}
+	default:
+		t.Error("the IPv6 target received no cookie")
+	}
+}

@@ -119,6 +119,10 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		setup = append(setup, consentSetup(p.cfg.Consent)...)
 	}
 	if err := chromedp.Do(rctx, setup...); err != nil {
+		if strings.Contains(err.Error(), "Invalid cookie fields") {
+			// The parser checks what it can; the browser has the last word.
+			return nil, &screenshot.Error{Code: screenshot.EINVALID, Message: "parameter cookies: the browser refuses a cookie for this URL", Err: err}
+		}
 		return nil, fmt.Errorf("set up page: %w", err)
 	}
 	for _, step := range p.steps(o, st) {
@@ -318,7 +322,7 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 		steps = append(steps, call(page.SetBypassCSP, page.SetBypassCSPParams{Enabled: true}))
 	}
 	if len(o.Cookies) > 0 {
-		steps = append(steps, call(network.SetCookies, network.SetCookiesParams{Cookies: cookieParams(o.Cookies)}))
+		steps = append(steps, call(network.SetCookies, network.SetCookiesParams{Cookies: cookieParams(o.URL, o.Cookies)}))
 	}
 	if intercept || p.cfg.Outbound != nil {
 		// The per-render proxy asks for its credentials; interception is
@@ -435,11 +439,17 @@ func call[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp.Vo
 	})
 }
 
-func cookieParams(cs []*http.Cookie) []*network.CookieParam {
+// cookieParams are the cookies of a render; one without a Domain is a
+// host-only cookie of the target URL (the browser derives the host, IPv6
+// literals included).
+func cookieParams(target string, cs []*http.Cookie) []*network.CookieParam {
 	out := make([]*network.CookieParam, 0, len(cs))
 	for _, c := range cs {
 		cp := &network.CookieParam{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path,
 			Secure: c.Secure, HTTPOnly: c.HttpOnly}
+		if c.Domain == "" {
+			cp.URL = target
+		}
 		switch c.SameSite {
 		case http.SameSiteStrictMode:
 			cp.SameSite = network.CookieSameSiteStrict

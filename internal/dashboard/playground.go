@@ -75,7 +75,11 @@ func (d *Dashboard) fields(form url.Values) []group {
 		if !ok {
 			i = len(groups)
 			index[p.Group] = i
-			groups = append(groups, group{Name: p.Group})
+			name := p.Group
+			if name != "" {
+				name = strings.ToUpper(name[:1]) + name[1:]
+			}
+			groups = append(groups, group{Name: name})
 		}
 		groups[i].Fields = append(groups[i].Fields, f)
 	}

@@ -177,13 +177,13 @@ func cookieRules(c *http.Cookie) error {
 
 // cookieDomains checks every cookie's Domain against the target host: it
 // must be the host or a parent domain of it (an IP-literal target takes no
-// other Domain than itself); a cookie without one gets the host.
+// other Domain than itself); a cookie without one is a host-only cookie
+// of the target (the browser sets it for the URL).
 func cookieDomains(o *Options) error {
 	host := o.Host()
 	_, isIP := netipParse(host)
 	for _, c := range o.Cookies {
 		if c.Domain == "" {
-			c.Domain = host
 			continue
 		}
 		d := strings.ToLower(strings.TrimPrefix(c.Domain, "."))

@@ -76,7 +76,7 @@ func TestParseAll(t *testing.T) {
 	if len(o.Headers) != 2 || o.Headers[0] != (Header{"X-A", "1"}) || o.Headers[1] != (Header{"X-B", "two"}) {
 		t.Errorf("headers = %+v", o.Headers)
 	}
-	if len(o.Cookies) != 2 || o.Cookies[0].Domain != "www.x.example" || o.Cookies[0].Path != "/" ||
+	if len(o.Cookies) != 2 || o.Cookies[0].Domain != "" || o.Cookies[0].Path != "/" || // host-only: the browser takes the target URL
 		o.Cookies[1].Domain != ".X.example" || !o.Cookies[1].Secure || !o.Cookies[1].HttpOnly || o.Cookies[1].Path != "/p" {
 		t.Errorf("cookies = %+v %+v", o.Cookies[0], o.Cookies[1])
 	}
