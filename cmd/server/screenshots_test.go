@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,7 +43,8 @@ func TestDashboardScreenshots(t *testing.T) {
 	}
 	featured := seed(t, m, owner)
 
-	base := "http://" + m.Addr
+	_, port, _ := net.SplitHostPort(m.Addr)
+	base := "http://127.0.0.1:" + port
 	for _, p := range []struct{ name, path string }{
 		{"dashboard-keys", "/dashboard/"},
 		{"dashboard-key", "/dashboard/keys/" + featured},
@@ -101,7 +103,7 @@ func seed(t *testing.T, m *Main, owner *account.User) (first string) {
 			status := []int{200, 200, 200, 200, 429, 200, 502, 200}[j%8]
 			reqs = append(reqs, account.Request{KeyID: c.Key.ID, At: time.Now().Add(-time.Duration(j*7) * time.Minute), Status: status,
 				DurationMS: int64(180 + rnd.IntN(400)), Host: hosts[(i*2+j)%len(hosts)], Format: []string{"jpeg", "png", "webp"}[j%3],
-				Cached: j%3 == 0 && status == 200, RequestID: fmt.Sprintf("%024x", rnd.Uint64())})
+				Cached: j%3 == 0 && status == 200, RequestID: fmt.Sprintf("%016x%08x", rnd.Uint64(), rnd.Uint32())})
 		}
 		if err := m.store.AddRequests(ctx, reqs, 1000); err != nil {
 			t.Fatal(err)
