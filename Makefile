@@ -218,15 +218,14 @@ test: test-deps lint verify-generated ## Install components, run every test (CI=
 
 FUZZTIME ?= 30s
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for FUZZTIME.
-	@for t in FuzzParse FuzzParseHeaders FuzzParseCookies FuzzMatchPattern; do \
-		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/screenshot 2>&1 | tail -1; \
+fuzz: ## Run each fuzz target for FUZZTIME (a failure fails the target).
+	@set -e; for tp in FuzzParse:./internal/screenshot FuzzParseHeaders:./internal/screenshot FuzzParseCookies:./internal/screenshot \
+		FuzzMatchPattern:./internal/screenshot FuzzParseHost:./internal/netguard FuzzSplitSignature:./internal/account \
+		FuzzTake:./cmd/server; do \
+		t=$${tp%%:*}; p=$${tp#*:}; echo ">> $$t ($$p)"; \
+		if ! out=$$($(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p 2>&1); then echo "$$out" | tail -30; exit 1; fi; \
+		echo "$$out" | tail -1; \
 	done
-	@for t in FuzzParseHost; do \
-		echo ">> $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/netguard 2>&1 | tail -1; \
-	done
-	@echo ">> FuzzTake (the whole request path, real browser)"; \
-	$(GO) test -run '^$$' -fuzz '^FuzzTake$$' -fuzztime $(FUZZTIME) ./cmd/server 2>&1 | tail -1
 
 .PHONY: bench
 bench: test-deps ## Render benchmarks next to a raw chromedp baseline; cache hits; parser.
