@@ -207,6 +207,7 @@ func (d *Dashboard) serve(h handler, signedIn, admin bool) httprouter.Handle {
 			u, se, err := d.Accounts.Session(r.Context(), token)
 			if err != nil {
 				if screenshot.ErrorCode(err) == screenshot.EUNAUTHENTICATED {
+					//nolint:gosec // a path of this site; the sign-in page keeps only /dashboard/ paths (localNext)
 					http.Redirect(w, r, Prefix+"/signin?next="+urlEscape(r.URL.Path), http.StatusSeeOther)
 					return
 				}
@@ -271,14 +272,13 @@ func (d *Dashboard) render(v *visit, name string, p page) error {
 }
 
 // notices are the messages after a form's redirect (never reflected input).
-var notices = map[string]string{
-	"updated":     "Saved.",
-	"revoked":     "The key was revoked. Requests with it are refused.",
-	"password":    "Your password was changed; your other sessions were signed out.",
-	"token":       "The token was revoked.",
-	"user":        "The user was updated.",
-	"invited":     "The user was invited: they set a password by signing up with that email.",
-	"signing-off": "Signing is no longer required for this key.",
+var notices = map[string]string{ //nolint:gosec // messages, not credentials
+	"updated":  "Saved.",
+	"revoked":  "The key was revoked. Requests with it are refused.",
+	"password": "Your password was changed; your other sessions were signed out.",
+	"token":    "The token was revoked.",
+	"user":     "The user was updated.",
+	"invited":  "The user was invited: they set a password by signing up with that email.",
 }
 
 // fail renders the error page.
