@@ -532,6 +532,9 @@ func TestDeletingServiceCreatesNothing(t *testing.T) {
 	if err := c.client.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
+	// The controller's cache learns of the deletion asynchronously; a
+	// reconcile that still saw the old object could not know.
+	time.Sleep(time.Second)
 	svc, _ := get(c, ns, "shots-browser", &corev1.Service{})
 	if err := c.client.Delete(ctx, svc); err != nil {
 		t.Fatal(err)

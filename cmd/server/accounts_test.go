@@ -93,7 +93,7 @@ func TestAccountsFromTheShell(t *testing.T) {
 		q    string
 		want int
 	}{{query, 403}, {signed, 200}} {
-		resp, body := takeRaw(t, m, tc.q)
+		resp, body := getRaw(t, m, tc.q)
 		if resp.StatusCode != tc.want {
 			t.Errorf("%.60s…: %d %s, want %d", tc.q, resp.StatusCode, body, tc.want)
 		}
@@ -105,21 +105,9 @@ func TestAccountsFromTheShell(t *testing.T) {
 	// development AUTH_SECRET), and the key no longer needs signing.
 	m = startMain(t, env)
 	for _, q := range []string{query, signed} {
-		resp, body := takeRaw(t, m, q)
+		resp, body := getRaw(t, m, q)
 		if resp.StatusCode != 200 {
 			t.Errorf("after restart, %.60s…: %d %s", q, resp.StatusCode, body)
 		}
 	}
-}
-
-// takeRaw sends a query exactly as written (signatures cover the bytes).
-func takeRaw(t *testing.T, m *Main, raw string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.Get("http://" + m.Addr + "/v1/screenshots/take?" + raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp, body
 }

@@ -39,9 +39,15 @@ func greenSite(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // burst sends n concurrent screenshot requests spread over the servers and
 // counts the statuses.
 func burst(t *testing.T, servers []*Main, q url.Values, n int) map[int]int {
+	return burstBy(t, servers, q, n, func(r *http.Response) int { return r.StatusCode })
+}
+
+// burstBy sends n concurrent screenshot requests spread over the servers and
+// counts the answers by what of returns.
+func burstBy[K comparable](t *testing.T, servers []*Main, q url.Values, n int, of func(*http.Response) K) map[K]int {
 	t.Helper()
 	var mu sync.Mutex
-	codes := map[int]int{}
+	out := map[K]int{}
 	var wg sync.WaitGroup
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}, Timeout: time.Minute}
 	for i := range n {
@@ -55,12 +61,12 @@ func burst(t *testing.T, servers []*Main, q url.Values, n int) map[int]int {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			mu.Lock()
-			codes[resp.StatusCode]++
+			out[of(resp)]++
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return codes
+	return out
 }
 
 // TestProductionBackends runs three servers on one PostgreSQL and one Redis,
@@ -111,7 +117,8 @@ func TestProductionBackends(t *testing.T) {
 	})
 	var cacheOutcomes map[string]int
 	t.Run("cache fill across replicas", func(t *testing.T) {
-		cacheOutcomes = burstCache(t, servers, url.Values{"api_key": {cacheKey.Key}, "url": {site.URL + "/?cached"}, "is_cached": {"true"}}, 200)
+		cacheOutcomes = burstBy(t, servers, url.Values{"api_key": {cacheKey.Key}, "url": {site.URL + "/?cached"}, "is_cached": {"true"}}, 200,
+			func(r *http.Response) string { return r.Header.Get("X-Cache") })
 		if cacheOutcomes["MISS"]+cacheOutcomes["HIT"] != 200 || cacheOutcomes["HIT"] == 0 {
 			t.Errorf("X-Cache of 200 cached requests: %v", cacheOutcomes)
 		}
@@ -374,33 +381,6 @@ func TestFaultsUnderLoad(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-}
-
-// burstCache sends n concurrent cached requests over the servers and
-// counts their X-Cache answers.
-func burstCache(t *testing.T, servers []*Main, q url.Values, n int) map[string]int {
-	t.Helper()
-	var mu sync.Mutex
-	out := map[string]int{}
-	var wg sync.WaitGroup
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}, Timeout: time.Minute}
-	for i := range n {
-		m := servers[i%len(servers)]
-		wg.Go(func() {
-			resp, err := client.Get("http://" + m.Addr + "/v1/screenshots/take?" + q.Encode())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			mu.Lock()
-			out[resp.Header.Get("X-Cache")]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return out
 }
 
 // usageToday reads today's usage counters of every key from the store, by

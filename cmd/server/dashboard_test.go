@@ -108,8 +108,14 @@ func (b *browser) submit(button string) {
 	before := b.eval(`String(performance.timeOrigin)`)
 	b.do(chromedp.Click(button))
 	deadline := time.Now().Add(30 * time.Second)
-	for b.eval(`document.readyState === "complete" ? String(performance.timeOrigin) : ""`) == before ||
-		b.eval(`document.readyState`) != "complete" {
+	for {
+		// While the page changes an evaluation may fail: try again.
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		now, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState === "complete" ? String(performance.timeOrigin) : ""`))
+		cancel()
+		if err == nil && now != "" && now != before {
+			break
+		}
 		if time.Now().After(deadline) {
 			b.t.Fatalf("no new page after clicking %s (at %s)", button, b.url())
 		}
@@ -309,8 +315,17 @@ func dashboardStory(t *testing.T, browserCtx context.Context, env environ) {
 	if n := ada.eval(`String(document.querySelectorAll(".chart rect.ok").length)`); n != "1" {
 		t.Errorf("the chart has %s rendered bars, want 1", n)
 	}
-	ada.open("/dashboard/requests")
-	if log := ada.text("table tbody"); !strings.Contains(log, "200") || !strings.Contains(log, "403") || !strings.Contains(log, "127.0.0.1") {
+	// The log is written every few seconds: the refusal may come a write
+	// after the render.
+	var log string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		ada.open("/dashboard/requests")
+		log = ada.text("table tbody")
+		if strings.Contains(log, "403") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !strings.Contains(log, "200") || !strings.Contains(log, "403") || !strings.Contains(log, "127.0.0.1") {
 		t.Errorf("request log: %q", log)
 	}
 

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/shutterhq/shutter/internal/account"
@@ -368,7 +367,7 @@ func (m *Main) listen(mx *metrics.Metrics) (err error) {
 
 // locker is Redis when it is configured: replicas then fill a cold cache
 // entry once between them.
-func (m *Main) locker() httpapi.Locker {
+func (m *Main) locker() screenshot.Locker {
 	if m.redis == nil {
 		return nil
 	}
@@ -458,96 +457,37 @@ func (m *Main) registerGauges(mx *metrics.Metrics) {
 	})
 }
 
-// checks are the components of /health in the embedded default.
+// checks are the components of /health.
 func (m *Main) checks() []health.Check {
-	checks := []health.Check{
-		{Name: "database", Critical: true, Run: func(ctx context.Context) (string, map[string]any, error) {
-			return health.Pass, map[string]any{"backend": m.backend}, m.store.Ping(ctx)
-		}},
-		{Name: "storage", Run: func(ctx context.Context) (string, map[string]any, error) {
-			if m.s3 != nil {
-				return health.Pass, map[string]any{"backend": "s3", "bucket": m.Config.Storage.Bucket}, m.s3.Ping(ctx)
-			}
-			return dataDirCheck(m.Config.DataDir)
-		}},
-		{Name: "queue", Run: func(ctx context.Context) (string, map[string]any, error) {
-			st := m.queue.Stats()
-			running := m.pool.Ready()
-			d := map[string]any{"waiting": st.Waiting, "active": st.Active, "completed": st.Completed,
-				"failed": st.Failed, "workerRunning": running, "slots": st.Slots}
-			if !running {
-				return health.Impaired, d, errors.New("no browser is ready to take jobs")
-			}
-			return health.Pass, d, nil
-		}},
-		{Name: "s3", Run: func(ctx context.Context) (string, map[string]any, error) {
-			if m.s3 == nil {
-				return health.Pass, map[string]any{"configured": false}, nil
-			}
-			// Unreachable storage degrades: requests render uncached.
-			return health.Pass, map[string]any{"configured": true, "bucket": m.Config.Storage.Bucket}, m.s3.Ping(ctx)
-		}},
-		{Name: "browser", Critical: true, Run: func(ctx context.Context) (string, map[string]any, error) {
-			stats := m.pool.Stats()
-			ready := 0
-			for _, b := range stats {
-				if b.Ready {
-					ready++
-				}
-			}
-			d := map[string]any{"browsers": stats, "ready": ready}
-			switch {
-			case ready == 0:
-				return health.Fail, d, errors.New("no browser is ready")
-			case ready < len(stats):
-				return health.Impaired, d, fmt.Errorf("%d of %d browsers are down", len(stats)-ready, len(stats))
-			}
-			return health.Pass, d, nil
-		}},
+	storage, s3 := health.DataDir(m.Config.DataDir), health.NoObjectStorage()
+	if m.s3 != nil {
+		bucket := m.Config.Storage.Bucket
+		storage, s3 = health.ObjectStorage("storage", bucket, m.s3.Ping), health.ObjectStorage("s3", bucket, m.s3.Ping)
 	}
-	checks = append(checks, health.Check{Name: "consent", Run: func(ctx context.Context) (string, map[string]any, error) {
-		// An optional engine: off is a fact to report, not a failure.
-		if m.consent == nil {
-			return health.Pass, map[string]any{"engine": "off"}, nil
-		}
-		return health.Pass, map[string]any{"engine": "autoconsent", "version": m.consent.Version, "rules": m.consent.Rules}, nil
-	}})
-	if m.redis != nil {
-		// Redis down degrades: rate limits fall back to each process.
-		checks = append(checks, health.Check{Name: "redis", Run: func(ctx context.Context) (string, map[string]any, error) {
-			if err := m.redis.Ping(ctx); err != nil {
-				return health.Fail, map[string]any{"fallback": "in-process rate limiting"}, err
+	queue := health.Queue(func() health.QueueState {
+		st := m.queue.Stats()
+		return health.QueueState{Waiting: st.Waiting, Active: st.Active, Slots: st.Slots, Completed: st.Completed,
+			Failed: st.Failed, Running: m.pool.Ready()}
+	})
+	browsers := health.Browsers(func() (int, int, any) {
+		stats := m.pool.Stats()
+		ready := 0
+		for _, b := range stats {
+			if b.Ready {
+				ready++
 			}
-			return health.Pass, nil, nil
-		}})
+		}
+		return ready, len(stats), stats
+	})
+	consent := health.Consent(false, "", 0)
+	if m.consent != nil {
+		consent = health.Consent(true, m.consent.Version, m.consent.Rules)
+	}
+	checks := []health.Check{health.Database(m.backend, m.store.Ping), storage, queue, s3, browsers, consent}
+	if m.redis != nil {
+		checks = append(checks, health.Redis(m.redis.Ping))
 	}
 	return checks
-}
-
-// dataDirCheck writes and removes a file in the data directory and reports
-// the free space; under 100 MiB free it reports the directory impaired.
-func dataDirCheck(dir string) (string, map[string]any, error) {
-	d := map[string]any{"path": dir}
-	f, err := os.CreateTemp(dir, ".health-*")
-	if err != nil {
-		return health.Fail, d, fmt.Errorf("data directory not writable: %w", err)
-	}
-	name := f.Name()
-	_, werr := f.Write([]byte("ok"))
-	f.Close()
-	os.Remove(name)
-	if werr != nil {
-		return health.Fail, d, fmt.Errorf("data directory not writable: %w", werr)
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(filepath.Clean(dir), &st); err == nil {
-		free := st.Bavail * uint64(st.Bsize) //nolint:gosec // a block size is positive
-		d["freeBytes"] = free
-		if free < 100<<20 {
-			return health.Impaired, d, fmt.Errorf("only %d MiB free in the data directory", free>>20)
-		}
-	}
-	return health.Pass, d, nil
 }
 
 // ensureDevKey creates a first key in development when there is none, so that

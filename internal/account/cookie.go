@@ -25,3 +25,17 @@ func SetSessionCookie(w http.ResponseWriter, token string, secure bool, ttl time
 	}
 	http.SetCookie(w, ck)
 }
+
+// PublicBase is the API's public address for links, snippets and the
+// sign-in callback: the configured one (VITE_SERVER_URL), else the
+// request's own scheme and host.
+func PublicBase(configured string, r *http.Request) string {
+	if configured != "" {
+		return configured
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

@@ -22,10 +22,13 @@ import (
 	"github.com/AdguardTeam/urlfilter"
 	"github.com/AdguardTeam/urlfilter/filterlist"
 	"github.com/AdguardTeam/urlfilter/rules"
+
+	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
-// Category is one of the three switches.
-type Category string
+// Category is one of the three switches, named as the screenshot options
+// name them (a plain string).
+type Category = string
 
 const (
 	Ads      Category = "ads"
@@ -174,29 +177,12 @@ var requestTypes = map[string]rules.RequestType{
 	"cspviolationreport": rules.TypePing, "eventsource": rules.TypeOther, "manifest": rules.TypeOther,
 }
 
-// Block is Match with plain strings, for the renderer.
-func (f *Filter) Block(enabled []string, requestURL, pageURL, resourceType string, subframe bool) (string, bool) {
-	c, ok := f.Match(asCategories(enabled), requestURL, pageURL, resourceType, subframe)
-	return string(c), ok
-}
+var _ screenshot.ContentFilter = (*Filter)(nil)
 
-// CSS is Cosmetic with plain strings, for the renderer.
-func (f *Filter) CSS(enabled []string, host string) (string, map[string][]string) {
-	return f.Cosmetic(asCategories(enabled), host)
-}
-
-func asCategories(s []string) []Category {
-	out := make([]Category, len(s))
-	for i, c := range s {
-		out[i] = Category(c)
-	}
-	return out
-}
-
-// Match says whether one of the enabled categories blocks a request of the
+// Block says whether one of the enabled categories blocks a request of the
 // page at pageURL, and which. subframe marks the document of an iframe; the
 // page's own document is never blocked.
-func (f *Filter) Match(enabled []Category, requestURL, pageURL, resourceType string, subframe bool) (Category, bool) {
+func (f *Filter) Block(enabled []Category, requestURL, pageURL, resourceType string, subframe bool) (Category, bool) {
 	engines := *f.engines.Load()
 	rt, ok := requestTypes[strings.ToLower(resourceType)]
 	if !ok {
@@ -221,7 +207,7 @@ func (f *Filter) Match(enabled []Category, requestURL, pageURL, resourceType str
 // Stylesheet returns the whole CSS of the enabled categories' cosmetic
 // rules for a page on host, the lazy part included.
 func (f *Filter) Stylesheet(enabled []Category, host string) string {
-	css, lazy := f.Cosmetic(enabled, host)
+	css, lazy := f.CSS(enabled, host)
 	var b strings.Builder
 	b.WriteString(css)
 	for _, sels := range lazy {
@@ -232,7 +218,7 @@ func (f *Filter) Stylesheet(enabled []Category, host string) string {
 	return b.String()
 }
 
-// Cosmetic returns the enabled categories' cosmetic rules for a page on
+// CSS returns the enabled categories' cosmetic rules for a page on
 // host in two parts. css is applied as it is: site-specific element hiding
 // (one rule per selector, so that one selector the browser does not know
 // cannot void the others), CSS rules, and generic selectors that need no
@@ -241,7 +227,7 @@ func (f *Filter) Stylesheet(enabled []Category, host string) string {
 // ("#x") that an element must carry for them to match; the page applies
 // only those whose class or id it has (a stylesheet of every generic rule
 // costs each render far more than the few that can match).
-func (f *Filter) Cosmetic(enabled []Category, host string) (css string, lazy map[string][]string) {
+func (f *Filter) CSS(enabled []Category, host string) (css string, lazy map[string][]string) {
 	engines := *f.engines.Load()
 	var b strings.Builder
 	lazy = map[string][]string{}

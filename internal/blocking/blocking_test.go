@@ -44,20 +44,20 @@ func TestBuiltinNetworkRules(t *testing.T) {
 		{"https://news.example/app.js", "Script", ""},
 		{"https://cdn.example/jquery.js", "Script", ""},
 	} {
-		got, blocked := f.Match(all, tc.url, page, tc.typ, true)
+		got, blocked := f.Block(all, tc.url, page, tc.typ, true)
 		if got != tc.want || blocked != (tc.want != "") {
 			t.Errorf("%s: %q %v, want %q", tc.url, got, blocked, tc.want)
 		}
 	}
 	// Only the enabled categories count; the page itself is never filtered;
 	// first-party requests of an ad network's own site are not third-party.
-	if _, b := f.Match([]Category{Cookies}, "https://securepubads.g.doubleclick.net/gpt.js", page, "Script", false); b {
+	if _, b := f.Block([]Category{Cookies}, "https://securepubads.g.doubleclick.net/gpt.js", page, "Script", false); b {
 		t.Error("ads blocked with only cookies enabled")
 	}
-	if _, b := f.Match(all, "https://www.doubleclick.net/", "", "Document", false); b {
+	if _, b := f.Block(all, "https://www.doubleclick.net/", "", "Document", false); b {
 		t.Error("the main document was blocked")
 	}
-	if _, b := f.Match(all, "https://www.taboola.com/logo.png", "https://www.taboola.com/", "Image", false); b {
+	if _, b := f.Block(all, "https://www.taboola.com/logo.png", "https://www.taboola.com/", "Image", false); b {
 		t.Error("a first-party request was blocked as third-party")
 	}
 }
@@ -91,7 +91,7 @@ func TestConfiguredListsAndRefresh(t *testing.T) {
 		"https://first.example/x.js": true, "https://local.example/x.js": true,
 		"https://doubleclick.net/allowed/x.js": false, "https://doubleclick.net/other.js": true, "https://second.example/x.js": false,
 	} {
-		if _, got := f.Match([]Category{Ads}, u, page, "Script", false); got != want {
+		if _, got := f.Block([]Category{Ads}, u, page, "Script", false); got != want {
 			t.Errorf("%s: %v, want %v", u, got, want)
 		}
 	}
@@ -102,10 +102,10 @@ func TestConfiguredListsAndRefresh(t *testing.T) {
 	if err := f.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, got := f.Match([]Category{Ads}, "https://second.example/x.js", page, "Script", false); !got {
+	if _, got := f.Block([]Category{Ads}, "https://second.example/x.js", page, "Script", false); !got {
 		t.Error("refreshed list not applied")
 	}
-	if _, got := f.Match([]Category{Ads}, "https://first.example/x.js", page, "Script", false); got {
+	if _, got := f.Block([]Category{Ads}, "https://first.example/x.js", page, "Script", false); got {
 		t.Error("old rule still applied after refresh")
 	}
 }
@@ -124,7 +124,7 @@ func BenchmarkMatch(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		f.Match(Categories, urls[i%len(urls)], "https://news.example/", "Script", false)
+		f.Block(Categories, urls[i%len(urls)], "https://news.example/", "Script", false)
 		i++
 	}
 }

@@ -50,7 +50,7 @@ func BenchmarkEasyList(b *testing.B) {
 		"https://www.google-analytics.com/analytics.js", "https://news.example/img/photo.jpg"}
 	i := 0
 	for b.Loop() {
-		f.Match([]Category{Ads, Trackers}, urls[i%len(urls)], "https://news.example/", "script", false)
+		f.Block([]Category{Ads, Trackers}, urls[i%len(urls)], "https://news.example/", "script", false)
 		i++
 	}
 	// Reported after the loop, which resets what came before it.
@@ -85,7 +85,7 @@ func TestEasyListLoads(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 2000 {
-			if _, ok := f.Match([]Category{Ads}, "https://pagead2.googlesyndication.com/pagead/js/adsbygoogle.js", "https://news.example/", "script", false); !ok {
+			if _, ok := f.Block([]Category{Ads}, "https://pagead2.googlesyndication.com/pagead/js/adsbygoogle.js", "https://news.example/", "script", false); !ok {
 				t.Error("a match during the refresh missed")
 				return
 			}

@@ -62,30 +62,14 @@ type Config struct {
 	OnBlocked func(category string)
 	// Content is the filter behind block_ads, block_trackers and
 	// block_cookie_banners; nil leaves those switches without effect.
-	Content ContentFilter
+	Content screenshot.ContentFilter
 	// Consent, when set, answers consent dialogs (opt out) for
 	// block_cookie_banners, before Content's rules hide what is left.
 	Consent *ConsentEngine
 	// Outbound, when set, gives every render a proxy of its own through
 	// which the browser context sends all of its traffic (the pinning wall
 	// of the outbound policy).
-	Outbound Outbound
-}
-
-// Outbound opens per-render proxies. onRefuse is told each host whose
-// connection the policy refused.
-type Outbound interface {
-	Open(onRefuse func(host string, err error)) (proxyURL, user, password string, closeFn func(), err error)
-}
-
-// ContentFilter matches requests against filter lists and gives the
-// stylesheet that hides what they describe.
-type ContentFilter interface {
-	Block(categories []string, requestURL, pageURL, resourceType string, subframe bool) (category string, blocked bool)
-	// CSS returns the stylesheet to apply as it is, and generic
-	// element-hiding selectors by the class or id they need, for the page
-	// to apply once it has such an element.
-	CSS(categories []string, host string) (css string, lazy map[string][]string)
+	Outbound screenshot.Outbound
 }
 
 func (c *Config) defaults() {

@@ -150,14 +150,14 @@ func (p *Pool) openTab(ctx context.Context, c *conn, o *screenshot.Options, st *
 	var contextOpts []chromedp.CreateBrowserContextOption
 	closeProxy := func() {}
 	if p.cfg.Outbound != nil {
-		proxyURL, user, password, closeFn, err := p.cfg.Outbound.Open(func(host string, err error) { p.proxyRefused(st, o, host, err) })
+		ps, err := p.cfg.Outbound.Open(func(host string, err error) { p.proxyRefused(st, o, host, err) })
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		closeProxy = closeFn
-		st.proxyUser, st.proxyPassword = user, password
+		closeProxy = ps.Close
+		st.proxyUser, st.proxyPassword = ps.User, ps.Password
 		contextOpts = append(contextOpts, func(params *target.CreateBrowserContextParams) {
-			params.ProxyServer = proxyURL
+			params.ProxyServer = ps.URL
 			params.ProxyBypassList = "<-loopback>" // loopback goes through the proxy too
 		})
 	}

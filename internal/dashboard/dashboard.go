@@ -312,16 +312,7 @@ func (v *visit) back(path, notice string) error {
 }
 
 // base is the API's public address.
-func (d *Dashboard) base(r *http.Request) string {
-	if d.PublicURL != "" {
-		return d.PublicURL
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
+func (d *Dashboard) base(r *http.Request) string { return account.PublicBase(d.PublicURL, r) }
 
 func urlEscape(s string) string {
 	return strings.NewReplacer("%", "%25", "&", "%26", "?", "%3F", "#", "%23", " ", "%20").Replace(s)

@@ -40,18 +40,8 @@ func (s *Server) flowCookie() string {
 	return "shutter_oidc"
 }
 
-// PublicBase is the API's public address: VITE_SERVER_URL, else the
-// request's own scheme and host.
-func (s *Server) PublicBase(r *http.Request) string {
-	if s.PublicURL != "" {
-		return s.PublicURL
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
+// PublicBase is the API's public address.
+func (s *Server) PublicBase(r *http.Request) string { return account.PublicBase(s.PublicURL, r) }
 
 // localPath keeps a return address on this site: a path, never another
 // host (//evil.example or a scheme).

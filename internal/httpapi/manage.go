@@ -30,6 +30,20 @@ type caller struct {
 // handler is a management endpoint.
 type handler func(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error
 
+// keyHandler is an endpoint of one key, which the caller may see.
+type keyHandler func(w http.ResponseWriter, r *http.Request, c *caller, k *screenshot.Key) error
+
+// withKey finds the key of the path; another user's key is 404.
+func (s *Server) withKey(h keyHandler) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
+		k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
+		if err != nil {
+			return err
+		}
+		return h(w, r, c, k)
+	}
+}
+
 // SessionCookie is the name of the session cookie.
 func (s *Server) SessionCookie() string { return account.SessionCookieName(s.SecureCookies) }
 
@@ -61,14 +75,14 @@ func (s *Server) routeAccounts(r *httprouter.Router) {
 		{"DELETE", "/v1/tokens/:id", false, s.deleteToken},
 		{"GET", "/v1/keys", false, s.listKeys},
 		{"POST", "/v1/keys", false, s.createKey},
-		{"GET", "/v1/keys/:id", false, s.getKey},
-		{"PATCH", "/v1/keys/:id", false, s.patchKey},
-		{"DELETE", "/v1/keys/:id", false, s.revokeKey},
-		{"POST", "/v1/keys/:id/rotate", false, s.rotateKey},
-		{"GET", "/v1/keys/:id/signing-secret", false, s.signingSecret},
-		{"POST", "/v1/keys/:id/signing-secret/rotate", false, s.rotateSigningSecret},
-		{"GET", "/v1/keys/:id/usage", false, s.keyUsage},
-		{"GET", "/v1/keys/:id/requests", false, s.keyRequests},
+		{"GET", "/v1/keys/:id", false, s.withKey(s.getKey)},
+		{"PATCH", "/v1/keys/:id", false, s.withKey(s.patchKey)},
+		{"DELETE", "/v1/keys/:id", false, s.withKey(s.revokeKey)},
+		{"POST", "/v1/keys/:id/rotate", false, s.withKey(s.rotateKey)},
+		{"GET", "/v1/keys/:id/signing-secret", false, s.withKey(s.signing(s.Accounts.SigningSecret))},
+		{"POST", "/v1/keys/:id/signing-secret/rotate", false, s.withKey(s.signing(s.Accounts.RotateSigningSecret))},
+		{"GET", "/v1/keys/:id/usage", false, s.withKey(s.keyUsage)},
+		{"GET", "/v1/keys/:id/requests", false, s.withKey(s.keyRequests)},
 		{"GET", "/v1/users", true, s.listUsers},
 		{"POST", "/v1/users", true, s.inviteUser},
 		{"PATCH", "/v1/users/:id", true, s.patchUser},
@@ -319,14 +333,19 @@ func showToken(t *account.Token) tokenJSON {
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, c *caller, _ httprouter.Params) error {
 	ts, err := s.Accounts.Store.ListTokens(r.Context(), c.user.ID)
+	return writeList(w, "tokens", ts, err, showToken)
+}
+
+// writeList answers {name: [...]} with each item shown, or the error.
+func writeList[T, J any](w http.ResponseWriter, name string, items []T, err error, show func(T) J) error {
 	if err != nil {
 		return err
 	}
-	out := make([]tokenJSON, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, showToken(t))
+	out := make([]J, 0, len(items))
+	for _, it := range items {
+		out = append(out, show(it))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tokens": out})
+	writeJSON(w, http.StatusOK, map[string]any{name: out})
 	return nil
 }
 
@@ -511,20 +530,12 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *caller, _ 
 	return nil
 }
 
-func (s *Server) getKey(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
-	k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
-	if err != nil {
-		return err
-	}
+func (s *Server) getKey(w http.ResponseWriter, r *http.Request, c *caller, k *screenshot.Key) error {
 	writeJSON(w, http.StatusOK, s.showKey(r.Context(), k))
 	return nil
 }
 
-func (s *Server) patchKey(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
-	k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
-	if err != nil {
-		return err
-	}
+func (s *Server) patchKey(w http.ResponseWriter, r *http.Request, c *caller, k *screenshot.Key) error {
 	var b keyBody
 	if err := decode(w, r, &b); err != nil {
 		return err
@@ -542,14 +553,13 @@ func (s *Server) patchKey(w http.ResponseWriter, r *http.Request, c *caller, p h
 	if err := s.Keys.UpdateKey(r.Context(), k.ID, u); err != nil {
 		return err
 	}
-	return s.getKey(w, r, c, p)
-}
-
-func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
-	k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
-	if err != nil {
+	if k, err = s.Keys.KeyByID(r.Context(), k.ID); err != nil {
 		return err
 	}
+	return s.getKey(w, r, c, k)
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *caller, k *screenshot.Key) error {
 	if err := s.Keys.RevokeKey(r.Context(), k.ID); err != nil {
 		return err
 	}
@@ -557,11 +567,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *caller, p 
 	return nil
 }
 
-func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
-	k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
-	if err != nil {
-		return err
-	}
+func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request, c *caller, k *screenshot.Key) error {
 	if k.Revoked() {
 		return screenshot.Errorf(screenshot.ECONFLICT, "the key is revoked")
 	}
@@ -578,39 +584,21 @@ func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request, c *caller, p 
 	return nil
 }
 
-func (s *Server) signingSecret(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
-	k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
-	if err != nil {
-		return err
+// signing answers a key's signing secret: revealed, or made anew.
+func (s *Server) signing(get func(ctx context.Context, k *screenshot.Key) (string, error)) keyHandler {
+	return func(w http.ResponseWriter, r *http.Request, _ *caller, k *screenshot.Key) error {
+		secret, err := get(r.Context(), k)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"signingSecret": secret})
+		return nil
 	}
-	secret, err := s.Accounts.SigningSecret(r.Context(), k)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"signingSecret": secret})
-	return nil
-}
-
-func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
-	k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
-	if err != nil {
-		return err
-	}
-	secret, err := s.Accounts.RotateSigningSecret(r.Context(), k)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"signingSecret": secret})
-	return nil
 }
 
 // keyUsage answers the daily series of a key, every day of the range
 // present (zero when nothing happened).
-func (s *Server) keyUsage(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
-	k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
-	if err != nil {
-		return err
-	}
+func (s *Server) keyUsage(w http.ResponseWriter, r *http.Request, c *caller, k *screenshot.Key) error {
 	from, to, err := dateRange(r)
 	if err != nil {
 		return err
@@ -660,11 +648,7 @@ func dateRange(r *http.Request) (from, to time.Time, err error) {
 	return from, to, nil
 }
 
-func (s *Server) keyRequests(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
-	k, err := s.Accounts.Visible(r.Context(), c.user, p.ByName("id"))
-	if err != nil {
-		return err
-	}
+func (s *Server) keyRequests(w http.ResponseWriter, r *http.Request, c *caller, k *screenshot.Key) error {
 	q := r.URL.Query()
 	limit, status := 50, 0
 	for name, dst := range map[string]*int{"limit": &limit, "status": &status} {
@@ -689,15 +673,7 @@ func (s *Server) keyRequests(w http.ResponseWriter, r *http.Request, c *caller, 
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *caller, _ httprouter.Params) error {
 	us, err := s.Accounts.Store.ListUsers(r.Context())
-	if err != nil {
-		return err
-	}
-	out := make([]userJSON, 0, len(us))
-	for _, u := range us {
-		out = append(out, showUser(u))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"users": out})
-	return nil
+	return writeList(w, "users", us, err, showUser)
 }
 
 // inviteUser makes an account without a password: its owner sets one by

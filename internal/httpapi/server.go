@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/shutterhq/shutter/internal/account"
+	"github.com/shutterhq/shutter/internal/cachefill"
 	"github.com/shutterhq/shutter/internal/health"
 	"github.com/shutterhq/shutter/internal/logging"
 	"github.com/shutterhq/shutter/internal/metrics"
@@ -27,16 +27,11 @@ import (
 	"github.com/shutterhq/shutter/internal/usage"
 )
 
-// Guard checks a target URL before anything fetches it.
-type Guard interface {
-	CheckURL(ctx context.Context, rawURL string) error
-}
-
 // Deps are the parts the server composes.
 type Deps struct {
 	Parser   *screenshot.Parser
 	Keys     screenshot.KeyStore
-	Guard    Guard
+	Guard    screenshot.Guard
 	Queue    *queue.Queue
 	Renderer screenshot.Renderer
 	// Limiter and Quota enforce the plans; nil means no limit.
@@ -50,7 +45,7 @@ type Deps struct {
 	Cache screenshot.Cache
 	// Lock, when set, lets one replica fill a cache entry while the others
 	// wait for it.
-	Lock Locker
+	Lock screenshot.Locker
 	// Ready reports whether the server can take screenshots; nil means yes.
 	Ready func(ctx context.Context) error
 	// Health runs the component checks of /health; nil serves 404.
@@ -86,7 +81,7 @@ type Server struct {
 	log      *slog.Logger
 	handler  http.Handler
 	draining atomic.Bool
-	flight   singleflight.Group
+	filler   *cachefill.Filler // nil without a cache
 	// hitPolicy re-checks the outbound policy for cache hits.
 	hitPolicy policyMemo
 	meter     *usage.Meter // the monthly quota around renders; nil without a quota store
@@ -102,6 +97,12 @@ func New(d Deps, log *slog.Logger) *Server {
 	if d.Quota != nil {
 		s.meter = &usage.Meter{Store: d.Quota, HoldTTL: d.HoldTTL, Log: s.log,
 			OnExhausted: func() { s.count(func(m *metrics.Metrics) { m.Refusals.WithLabelValues("quota").Inc() }) }}
+	}
+	if d.Cache != nil {
+		s.filler = &cachefill.Filler{Cache: d.Cache, Lock: d.Lock, LockTTL: d.HoldTTL, Log: s.log,
+			OnRead: func(result string) {
+				s.count(func(m *metrics.Metrics) { m.CacheRequests.WithLabelValues(result).Inc() })
+			}}
 	}
 	r := httprouter.New()
 	r.HandlerFunc(http.MethodGet, "/v1/screenshots/take", s.take)

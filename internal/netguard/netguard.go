@@ -93,6 +93,8 @@ func normalizeHost(h string) string {
 // ErrPrivate marks a refused non-public target.
 var ErrPrivate = errors.New("target address is not public")
 
+var _ screenshot.Guard = (*Guard)(nil)
+
 // CheckURL refuses a URL whose scheme is not http(s) or whose host resolves
 // to any address that is not public. A name that does not resolve is an
 // EUPSTREAM error; a refused address is EINVALID.

@@ -15,6 +15,8 @@ import (
 	"net/http/httputil"
 	"sync"
 	"time"
+
+	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
 // Proxy is the wall that pins what the Guard checked: the browser sends all
@@ -35,12 +37,6 @@ type Proxy struct {
 	Log  *slog.Logger
 }
 
-// Refusal describes one connection the policy refused.
-type Refusal struct {
-	Host string
-	Err  error
-}
-
 // Session is one render's proxy listener.
 type Session struct {
 	// URL is the proxy server setting for the browser context.
@@ -54,12 +50,24 @@ type Session struct {
 	ln     net.Listener
 	srv    *http.Server
 	mu     sync.Mutex
-	refuse func(Refusal)
+	refuse func(host string, err error)
 	wg     sync.WaitGroup
 }
 
-// Start opens a session; onRefuse is told about every refused connection.
-func (p *Proxy) Start(onRefuse func(Refusal)) (*Session, error) {
+var _ screenshot.Outbound = (*Proxy)(nil)
+
+// Open opens a render's session; onRefuse is told about every refused
+// connection, by host.
+func (p *Proxy) Open(onRefuse func(host string, err error)) (*screenshot.ProxySession, error) {
+	s, err := p.start(onRefuse)
+	if err != nil {
+		return nil, err
+	}
+	return &screenshot.ProxySession{URL: s.URL, User: s.User, Password: s.Password, Close: s.Close}, nil
+}
+
+// start opens a session.
+func (p *Proxy) start(onRefuse func(host string, err error)) (*Session, error) {
 	host := p.Host
 	if host == "" {
 		host = "127.0.0.1"
@@ -139,7 +147,7 @@ func (s *Session) refused(host string, err error) {
 	f := s.refuse
 	s.mu.Unlock()
 	if f != nil {
-		f(Refusal{Host: host, Err: err})
+		f(host, err)
 	}
 }
 
@@ -206,16 +214,6 @@ func (s *Session) tunnel(w http.ResponseWriter, r *http.Request, g *Guard) {
 	client.Close()
 	upstream.Close()
 	<-done
-}
-
-// Open is Start for the renderer: the proxy URL and credentials, a close
-// function, and refusals as host and reason.
-func (p *Proxy) Open(onRefuse func(host string, err error)) (proxyURL, user, password string, closeFn func(), err error) {
-	s, err := p.Start(func(r Refusal) { onRefuse(r.Host, r.Err) })
-	if err != nil {
-		return "", "", "", nil, err
-	}
-	return s.URL, s.User, s.Password, s.Close, nil
 }
 
 // randomToken is 128 random bits in hex.

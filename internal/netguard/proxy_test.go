@@ -29,7 +29,7 @@ func TestProxyNeedsItsSessionCredentials(t *testing.T) {
 	}))
 	defer target.Close()
 	p := &Proxy{Guard: &Guard{AllowNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}}
-	s, err := p.Start(func(Refusal) {})
+	s, err := p.start(func(string, error) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,8 @@ var unlock = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`)
 
+var _ screenshot.Locker = (*Limiter)(nil)
+
 // Lock takes a short lock that only its holder can release; it expires by
 // itself after ttl so a crashed holder cannot keep it.
 func (l *Limiter) Lock(ctx context.Context, name string, ttl time.Duration) (func(), bool, error) {
