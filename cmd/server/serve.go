@@ -505,6 +505,9 @@ func (m *Main) ensureDevKey(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(m.Stderr, "\nCreated a development API key (%s); it is shown only this once:\n\n    %s\n\n", c.Key.ID, c.Secret)
+	if n, err := m.store.CountUsers(ctx); err == nil && n == 0 {
+		fmt.Fprintf(m.Stderr, "The dashboard is at http://localhost:%d/ — the first user to sign up there is the admin.\n\n", m.Config.Port)
+	}
 	return nil
 }
 
