@@ -45,15 +45,16 @@ func TestDashboardScreenshots(t *testing.T) {
 
 	_, port, _ := net.SplitHostPort(m.Addr)
 	base := "http://127.0.0.1:" + port
-	for _, p := range []struct{ name, path string }{
-		{"dashboard-keys", "/dashboard/"},
-		{"dashboard-key", "/dashboard/keys/" + featured},
-		{"dashboard-usage", "/dashboard/usage"},
-		{"dashboard-requests", "/dashboard/requests"},
-		{"dashboard-playground", "/dashboard/playground"},
+	for _, p := range []struct{ name, path, width, height, scheme string }{
+		{"dashboard-keys", "/dashboard/", "1280", "860", "light"},
+		{"dashboard-key", "/dashboard/keys/" + featured, "1280", "860", "light"},
+		{"dashboard-usage", "/dashboard/usage", "1280", "860", "light"},
+		{"dashboard-requests", "/dashboard/requests", "1280", "860", "light"},
+		{"dashboard-playground", "/dashboard/playground", "1280", "860", "light"},
+		{"dashboard-phone-dark", "/dashboard/usage", "390", "844", "dark"},
 	} {
-		q := url.Values{"api_key": {shot.Secret}, "url": {base + p.path}, "format": {"png"}, "width": {"1280"}, "height": {"860"},
-			"cookies": {account.SessionCookieName(false) + "=" + token + "; Path=/"}}
+		q := url.Values{"api_key": {shot.Secret}, "url": {base + p.path}, "format": {"png"}, "width": {p.width}, "height": {p.height},
+			"prefers_color_scheme": {p.scheme}, "cookies": {account.SessionCookieName(false) + "=" + token + "; Path=/"}}
 		resp, err := http.Get(base + "/v1/screenshots/take?" + q.Encode())
 		if err != nil {
 			t.Fatal(err)
