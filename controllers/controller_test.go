@@ -549,3 +549,55 @@ func TestDeletingServiceCreatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIngressFollowsTheSpec: spec.ingress makes an Ingress (accepted by the
+// apiserver) and status.url its external address; removing it removes the
+// Ingress, and status.url falls back to the in-cluster address.
+func TestIngressFollowsTheSpec(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	s := sample(ns, "shots")
+	s.Spec.Ingress = &shutterv1.IngressSpec{Host: "shots.example.com", TLSSecretName: "shots-tls"}
+	if err := c.client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "ingress and status.url", func() error {
+		ing, err := get(c, ns, "shots", &networkingv1.Ingress{})
+		if err != nil {
+			return err
+		}
+		if ing.Spec.Rules[0].Host != "shots.example.com" || ing.Spec.TLS[0].SecretName != "shots-tls" {
+			return fmt.Errorf("ingress %+v", ing.Spec)
+		}
+		cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		if err != nil {
+			return err
+		}
+		if cur.Status.URL != "https://shots.example.com" || cur.Status.ClusterURL != "http://shots."+ns+".svc:80" {
+			return fmt.Errorf("status url %q cluster %q", cur.Status.URL, cur.Status.ClusterURL)
+		}
+		return nil
+	})
+	eventually(t, "drop spec.ingress", func() error {
+		cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Ingress = nil
+		return c.client.Update(ctx, cur)
+	})
+	eventually(t, "ingress gone", func() error {
+		if _, err := get(c, ns, "shots", &networkingv1.Ingress{}); err == nil {
+			return fmt.Errorf("the Ingress is still there")
+		}
+		cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		if err != nil {
+			return err
+		}
+		if cur.Status.URL != cur.Status.ClusterURL {
+			return fmt.Errorf("status url %q", cur.Status.URL)
+		}
+		return nil
+	})
+}

@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,7 +52,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
@@ -97,6 +98,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for _, pdb := range manifests.PodDisruptionBudgets(&s) {
 		desired = append(desired, pdb)
+	}
+	if ing := manifests.Ingress(&s); ing != nil {
+		desired = append(desired, ing)
+	} else if err := r.remove(ctx, &networkingv1.Ingress{}, s.Namespace, manifests.ServiceName(&s)); err != nil {
+		return ctrl.Result{}, r.failed(ctx, &s, before, err)
 	}
 	for _, obj := range desired {
 		if err := r.apply(ctx, obj); err != nil {
@@ -222,6 +228,21 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 
 // SetupWithManager watches ScreenshotServices, what they own, and the
 // Secrets they reference.
+// remove deletes an optional child the spec no longer asks for, when it
+// is ours.
+func (r *Reconciler) remove(ctx context.Context, obj client.Object, namespace, name string) error {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if ref := metav1.GetControllerOf(obj); ref == nil || ref.Kind != "ScreenshotService" {
+		return nil // not ours: leave it
+	}
+	if err := r.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %T %s: %w", obj, name, err)
+	}
+	return nil
+}
+
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &shutterv1.ScreenshotService{}, secretRefIndex,
 		func(o client.Object) []string {
@@ -247,6 +268,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&networkingv1.Ingress{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfSecret)).
 		Named("screenshotservice").

@@ -98,6 +98,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *shutterv1.ScreenshotSe
 	s.Status.BrowserReadyReplicas = browser.ready
 	s.Status.Selector = manifests.Selector(s)
 	s.Status.URL = manifests.URL(s)
+	s.Status.ClusterURL = manifests.ClusterURL(s)
 	for _, c := range Conditions(s.Generation, api, browser, missing) {
 		meta.SetStatusCondition(&s.Status.Conditions, c)
 	}

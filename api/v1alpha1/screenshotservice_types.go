@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -89,6 +90,46 @@ type BrowserSpec struct {
 	// +kubebuilder:default="1Gi"
 	// +optional
 	ShmSize *resource.Quantity `json:"shmSize,omitempty"`
+
+	// Scheduling of the browser pods, apart from the API's (browsers
+	// often go to nodes of their own).
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Spread of the browser pods; empty spreads them over nodes and zones
+	// where the scheduler can (ScheduleAnyway).
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+}
+
+// IngressSpec publishes the API through an Ingress.
+type IngressSpec struct {
+	// The IngressClass; empty uses the cluster's default.
+	// +optional
+	ClassName string `json:"className,omitempty"`
+	// The host name clients use, such as shots.example.com.
+	// +kubebuilder:validation:MinLength=1
+	Host string `json:"host"`
+	// A Secret of type kubernetes.io/tls for the host; empty serves plain
+	// HTTP (behind a proxy that terminates TLS, say).
+	// +optional
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// NetworkSpec narrows who may reach the pods.
+type NetworkSpec struct {
+	// Who may reach the API's HTTP port; empty admits everyone.
+	// +optional
+	APIFrom []networkingv1.NetworkPolicyPeer `json:"apiFrom,omitempty"`
+	// Who may scrape the API's metrics port; empty admits the pods of the
+	// namespace named "monitoring".
+	// +optional
+	MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
 }
 
 // DatabaseSpec points at PostgreSQL.
@@ -222,12 +263,25 @@ type ScreenshotServiceSpec struct {
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`
 
+	// Publishes the API at a host name; status.url then shows its address.
+	// +optional
+	Ingress *IngressSpec `json:"ingress,omitempty"`
+	// Who may reach the API and its metrics.
+	// +optional
+	Network NetworkSpec `json:"network,omitempty"`
+
+	// Scheduling of the API pods (and of the browser pods, unless
+	// spec.browser has its own).
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Spread of the API pods; empty spreads them over nodes and zones
+	// where the scheduler can (ScheduleAnyway).
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 	// Annotations of the API and browser pods.
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
@@ -254,9 +308,13 @@ type ScreenshotServiceStatus struct {
 	// Label selector of the API pods (for the scale subresource).
 	// +optional
 	Selector string `json:"selector,omitempty"`
-	// In-cluster URL of the API.
+	// URL of the API: the external one when spec.ingress publishes it,
+	// else the in-cluster one.
 	// +optional
 	URL string `json:"url,omitempty"`
+	// In-cluster URL of the API.
+	// +optional
+	ClusterURL string `json:"clusterURL,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,7 +23,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
-	"github.com/shutterhq/shutter/internal/netranges"
 )
 
 // Ports and paths the objects agree on.
@@ -99,9 +99,21 @@ func meta(s *shutterv1.ScreenshotService, name, component string) metav1.ObjectM
 	}
 }
 
-// URL is the in-cluster address of the API.
-func URL(s *shutterv1.ScreenshotService) string {
+// ClusterURL is the in-cluster address of the API.
+func ClusterURL(s *shutterv1.ScreenshotService) string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", ServiceName(s), s.Namespace, port(s))
+}
+
+// URL is the address of the API: the external one when an Ingress
+// publishes it, else the in-cluster one.
+func URL(s *shutterv1.ScreenshotService) string {
+	if in := s.Spec.Ingress; in != nil {
+		if in.TLSSecretName != "" {
+			return "https://" + in.Host
+		}
+		return "http://" + in.Host
+	}
+	return ClusterURL(s)
 }
 
 func port(s *shutterv1.ScreenshotService) int32 {
@@ -330,9 +342,10 @@ func APIDeployment(s *shutterv1.ScreenshotService, configHash string) *appsv1.De
 						{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 					},
-					NodeSelector: s.Spec.NodeSelector,
-					Tolerations:  s.Spec.Tolerations,
-					Affinity:     s.Spec.Affinity,
+					NodeSelector:              s.Spec.NodeSelector,
+					Tolerations:               s.Spec.Tolerations,
+					Affinity:                  s.Spec.Affinity,
+					TopologySpreadConstraints: spread(s, "api", s.Spec.TopologySpreadConstraints),
 				},
 			},
 		},
@@ -438,9 +451,10 @@ func BrowserDeployment(s *shutterv1.ScreenshotService, tokenHash string) *appsv1
 						{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
 						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 					},
-					NodeSelector: s.Spec.NodeSelector,
-					Tolerations:  s.Spec.Tolerations,
-					Affinity:     s.Spec.Affinity,
+					NodeSelector:              orMap(s.Spec.Browser.NodeSelector, s.Spec.NodeSelector),
+					Tolerations:               orSlice(s.Spec.Browser.Tolerations, s.Spec.Tolerations),
+					Affinity:                  orPtr(s.Spec.Browser.Affinity, s.Spec.Affinity),
+					TopologySpreadConstraints: spread(s, "browser", s.Spec.Browser.TopologySpreadConstraints),
 				},
 			},
 		},
@@ -461,56 +475,85 @@ func BrowserService(s *shutterv1.ScreenshotService) *corev1.Service {
 	}
 }
 
-// BrowserNetworkPolicy admits DevTools connections from the API pods only,
-// and lets browsers reach DNS and public addresses only: a second wall
-// behind the server's own outbound checks.
+// BrowserNetworkPolicy admits DevTools connections from the API pods only.
+// Egress: while the API sends the browsers' traffic through its per-render
+// proxies (the default, and with an allow-list of private targets), the
+// browsers need nothing but those proxies on the API pods, and DNS; they
+// never reach the internet themselves. With allowPrivateTargets (and no
+// ALLOWED_TARGETS_ONLY) there is no proxy: the browsers connect directly,
+// so their egress is open.
 func BrowserNetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkPolicy {
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
 	dns := intstr.FromInt32(53)
 	devtools := intstr.FromInt32(DevToolsPort)
-	return &networkingv1.NetworkPolicy{
+	p := &networkingv1.NetworkPolicy{
 		ObjectMeta: meta(s, BrowserName(s), "browser"),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: selector(s, "browser")},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: selector(s, "api")}}},
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &devtools}},
 			}},
-			Egress: []networkingv1.NetworkPolicyEgressRule{
-				// The API pods' per-render proxies, through which pages load.
-				{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: selector(s, "api")}}}},
-				{
-					To: []networkingv1.NetworkPolicyPeer{{
-						NamespaceSelector: &metav1.LabelSelector{},
-						PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
-					}},
-					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
-				},
-				{To: []networkingv1.NetworkPolicyPeer{
-					// The refused ranges of the server's own policy (one table).
-					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: netranges.Except(false)}},
-					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: netranges.Except(true)}},
-				}},
-			},
 		},
 	}
+	if !Proxied(s) {
+		return p
+	}
+	p.Spec.PolicyTypes = append(p.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+	p.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{
+		// The API pods' per-render proxies, through which pages load.
+		{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: selector(s, "api")}}}},
+		{
+			To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+			}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
+		},
+	}
+	return p
 }
 
-// APINetworkPolicy lets anyone reach the API's HTTP and metrics ports, and
-// only the browser pods reach the rest: the per-render proxies, which
-// listen on ephemeral ports of the pod's address.
+// Proxied reports whether the API sends the browsers' traffic through its
+// per-render proxies: unless private targets are allowed wholesale (as the
+// server decides from ALLOW_PRIVATE_TARGETS and ALLOWED_TARGETS_ONLY).
+func Proxied(s *shutterv1.ScreenshotService) bool {
+	targetsOnly := false
+	for _, e := range s.Spec.Env {
+		if e.Name == "ALLOWED_TARGETS_ONLY" && (strings.EqualFold(e.Value, "true") || e.Value == "1") {
+			targetsOnly = true
+		}
+	}
+	return !s.Spec.AllowPrivateTargets || targetsOnly
+}
+
+// MonitoringNamespace is where metrics may be scraped from when
+// spec.network.metricsFrom is empty.
+const MonitoringNamespace = "monitoring"
+
+// APINetworkPolicy admits the HTTP port from spec.network.apiFrom (empty:
+// anyone), the metrics port from spec.network.metricsFrom (empty: the
+// monitoring namespace), and the rest — the per-render proxies, which
+// listen on ephemeral ports of the pod's address — from the browser pods
+// only.
 func APINetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkPolicy {
 	tcp := corev1.ProtocolTCP
 	api, metrics := intstr.FromInt32(APIPort), intstr.FromInt32(MetricsPort)
 	low, high := intstr.FromInt32(1024), int32(65535)
+	metricsFrom := s.Spec.Network.MetricsFrom
+	if len(metricsFrom) == 0 {
+		metricsFrom = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{"kubernetes.io/metadata.name": MonitoringNamespace}}}}
+	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: meta(s, APIName(s), "api"),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: selector(s, "api")},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
-				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &api}, {Protocol: &tcp, Port: &metrics}}},
+				{From: s.Spec.Network.APIFrom, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &api}}},
+				{From: metricsFrom, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &metrics}}},
 				{
 					From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: selector(s, "browser")}}},
 					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &low, EndPort: &high}},
@@ -518,6 +561,70 @@ func APINetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkPolic
 			},
 		},
 	}
+}
+
+// Ingress publishes the API's Service at spec.ingress.host; nil without
+// spec.ingress.
+func Ingress(s *shutterv1.ScreenshotService) *networkingv1.Ingress {
+	in := s.Spec.Ingress
+	if in == nil {
+		return nil
+	}
+	prefix := networkingv1.PathTypePrefix
+	m := meta(s, ServiceName(s), "api")
+	m.Annotations = in.Annotations
+	ing := &networkingv1.Ingress{
+		ObjectMeta: m,
+		Spec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{Host: in.Host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{
+					Service: &networkingv1.IngressServiceBackend{Name: ServiceName(s), Port: networkingv1.ServiceBackendPort{Number: port(s)}},
+				}}},
+			}}}},
+		},
+	}
+	if in.ClassName != "" {
+		ing.Spec.IngressClassName = &in.ClassName
+	}
+	if in.TLSSecretName != "" {
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{in.Host}, SecretName: in.TLSSecretName}}
+	}
+	return ing
+}
+
+// spread is the pods' topology spread: the spec's own, else over nodes and
+// zones as far as the scheduler can (never blocking a pod).
+func spread(s *shutterv1.ScreenshotService, component string, own []corev1.TopologySpreadConstraint) []corev1.TopologySpreadConstraint {
+	if len(own) > 0 {
+		return own
+	}
+	var out []corev1.TopologySpreadConstraint
+	for _, key := range []string{"kubernetes.io/hostname", "topology.kubernetes.io/zone"} {
+		out = append(out, corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: selector(s, component)}})
+	}
+	return out
+}
+
+func orMap[K comparable, V any](v, def map[K]V) map[K]V {
+	if len(v) > 0 {
+		return v
+	}
+	return def
+}
+
+func orSlice[T any](v, def []T) []T {
+	if len(v) > 0 {
+		return v
+	}
+	return def
+}
+
+func orPtr[T any](v, def *T) *T {
+	if v != nil {
+		return v
+	}
+	return def
 }
 
 // PodDisruptionBudgets keep all but one pod of each component through

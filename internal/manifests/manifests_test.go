@@ -1,19 +1,18 @@
 package manifests
 
 import (
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
-	"github.com/shutterhq/shutter/internal/netranges"
 )
 
 func svc() *shutterv1.ScreenshotService {
@@ -213,12 +212,6 @@ func TestBrowser(t *testing.T) {
 	if np.Spec.Egress[0].To[0].PodSelector.MatchLabels["app.kubernetes.io/component"] != "api" {
 		t.Errorf("browsers cannot reach the API pods' proxies: %+v", np.Spec.Egress[0])
 	}
-	except := strings.Join(np.Spec.Egress[2].To[0].IPBlock.Except, ",")
-	for _, cidr := range []string{"10.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"} {
-		if !strings.Contains(except, cidr) {
-			t.Errorf("egress does not exclude %s: %s", cidr, except)
-		}
-	}
 }
 
 func TestHash(t *testing.T) {
@@ -234,68 +227,140 @@ func TestHash(t *testing.T) {
 	}
 }
 
-// TestBrowserEgressRefusesWhatThePolicyRefuses: the browsers'
-// NetworkPolicy excludes every range of the one table the server's policy
-// reads, and every IPv6 range that embeds an IPv4 address.
-func TestBrowserEgressRefusesWhatThePolicyRefuses(t *testing.T) {
-	np := BrowserNetworkPolicy(svc())
-	except := map[string]bool{}
-	for _, rule := range np.Spec.Egress {
-		for _, peer := range rule.To {
-			if peer.IPBlock != nil {
-				for _, e := range peer.IPBlock.Except {
-					p, err := netip.ParsePrefix(e)
-					if err != nil {
-						t.Fatalf("except %q: %v", e, err)
-					}
-					base := netip.MustParsePrefix(peer.IPBlock.CIDR)
-					if !base.Contains(p.Addr()) || p.Bits() < base.Bits() {
-						t.Errorf("%s is not inside %s", e, peer.IPBlock.CIDR)
-					}
-					except[e] = true
+// TestBrowserEgressOnlyToTheProxies: while the API proxies the browsers'
+// traffic, their egress is the API pods and DNS, nothing else — so no
+// address of the refused table (nor any other) is reachable directly.
+// Without the proxy (allowPrivateTargets) the egress is open, as the
+// browsers then connect themselves; ALLOWED_TARGETS_ONLY brings the proxy
+// back, and the wall with it.
+func TestBrowserEgressOnlyToTheProxies(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*shutterv1.ScreenshotService)
+		proxied bool
+	}{
+		{"default", func(*shutterv1.ScreenshotService) {}, true},
+		{"allowPrivateTargets", func(s *shutterv1.ScreenshotService) { s.Spec.AllowPrivateTargets = true }, false},
+		{"allow-list only", func(s *shutterv1.ScreenshotService) {
+			s.Spec.AllowPrivateTargets = true
+			s.Spec.Env = []corev1.EnvVar{{Name: "ALLOWED_TARGETS_ONLY", Value: "true"}, {Name: "ALLOWED_PRIVATE_TARGETS", Value: "10.1.2.3"}}
+		}, true},
+	} {
+		s := svc()
+		tc.mutate(s)
+		np := BrowserNetworkPolicy(s)
+		hasEgress := slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+		if hasEgress != tc.proxied || Proxied(s) != tc.proxied {
+			t.Errorf("%s: egress policed %v, proxied %v; want %v", tc.name, hasEgress, Proxied(s), tc.proxied)
+			continue
+		}
+		if !tc.proxied {
+			continue
+		}
+		if len(np.Spec.Egress) != 2 {
+			t.Fatalf("%s: egress rules %+v", tc.name, np.Spec.Egress)
+		}
+		for _, rule := range np.Spec.Egress {
+			for _, peer := range rule.To {
+				if peer.IPBlock != nil {
+					t.Errorf("%s: an address block is reachable: %+v", tc.name, peer.IPBlock)
 				}
 			}
 		}
-	}
-	for _, r := range append(slices.Clone(netranges.Refused), netranges.Embedding...) {
-		if !except[r.Prefix.String()] && !r.Prefix.Addr().Is4In6() {
-			t.Errorf("the browser NetworkPolicy lets %s (%s) through", r.Prefix, r.Why)
-		}
-	}
-	for _, must := range []string{"64:ff9b::/96", "2002::/16", "169.254.0.0/16", "168.63.129.16/32"} {
-		if !except[must] {
-			t.Errorf("%s missing", must)
+		dns := np.Spec.Egress[1]
+		if dns.To[0].PodSelector.MatchLabels["k8s-app"] != "kube-dns" || dns.Ports[0].Port.IntValue() != 53 {
+			t.Errorf("%s: DNS rule %+v", tc.name, dns)
 		}
 	}
 }
 
-// TestAPINetworkPolicy: the HTTP and metrics ports are open; every other
-// port (the per-render proxies) only to the browser pods.
+// TestAPINetworkPolicy: the HTTP port is open to all (or to apiFrom), the
+// metrics port only to the monitoring namespace (or metricsFrom), and
+// every other port (the per-render proxies) only to the browser pods.
 func TestAPINetworkPolicy(t *testing.T) {
 	s := svc()
 	np := APINetworkPolicy(s)
 	if np.Name != "shots-api" || np.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "api" {
 		t.Fatalf("policy %s selects %v", np.Name, np.Spec.PodSelector.MatchLabels)
 	}
-	var open, browsersOnly bool
-	for _, rule := range np.Spec.Ingress {
-		switch {
-		case len(rule.From) == 0:
-			for _, p := range rule.Ports {
-				if p.EndPort != nil || (p.Port.IntVal != APIPort && p.Port.IntVal != MetricsPort) {
-					t.Errorf("open to all: port %v-%v", p.Port, p.EndPort)
-				}
-			}
-			open = true
-		case len(rule.From) == 1 && rule.From[0].PodSelector != nil &&
-			rule.From[0].PodSelector.MatchLabels["app.kubernetes.io/component"] == "browser" && rule.From[0].NamespaceSelector == nil:
-			browsersOnly = len(rule.Ports) == 1 && rule.Ports[0].EndPort != nil && *rule.Ports[0].EndPort == 65535
-		default:
-			t.Errorf("unexpected rule %+v", rule)
+	rules := np.Spec.Ingress
+	if len(rules) != 3 {
+		t.Fatalf("ingress = %+v", rules)
+	}
+	if len(rules[0].From) != 0 || len(rules[0].Ports) != 1 || rules[0].Ports[0].Port.IntVal != APIPort {
+		t.Errorf("HTTP rule %+v", rules[0])
+	}
+	if len(rules[1].From) != 1 || rules[1].From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" ||
+		rules[1].From[0].PodSelector != nil || rules[1].Ports[0].Port.IntVal != MetricsPort {
+		t.Errorf("metrics rule %+v", rules[1])
+	}
+	b := rules[2]
+	if len(b.From) != 1 || b.From[0].PodSelector.MatchLabels["app.kubernetes.io/component"] != "browser" || b.From[0].NamespaceSelector != nil ||
+		b.Ports[0].EndPort == nil || *b.Ports[0].EndPort != 65535 {
+		t.Errorf("proxy rule %+v", b)
+	}
+	prom := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "observability"}}}
+	lb := networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/24"}}
+	s.Spec.Network = shutterv1.NetworkSpec{APIFrom: []networkingv1.NetworkPolicyPeer{lb}, MetricsFrom: []networkingv1.NetworkPolicyPeer{prom}}
+	rules = APINetworkPolicy(s).Spec.Ingress
+	if rules[0].From[0].IPBlock.CIDR != "10.0.0.0/24" || rules[1].From[0].NamespaceSelector.MatchLabels["team"] != "observability" {
+		t.Errorf("configured peers: %+v", rules)
+	}
+}
+
+// TestIngressAndURL: spec.ingress renders an Ingress to the API Service,
+// with TLS when a secret is named, and status.url becomes its address.
+func TestIngressAndURL(t *testing.T) {
+	s := svc()
+	if Ingress(s) != nil || URL(s) != ClusterURL(s) || URL(s) != "http://shots.web.svc:80" {
+		t.Fatalf("without spec.ingress: %v %s", Ingress(s), URL(s))
+	}
+	s.Spec.Ingress = &shutterv1.IngressSpec{ClassName: "nginx", Host: "shots.example.com", TLSSecretName: "shots-tls",
+		Annotations: map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}}
+	ing := Ingress(s)
+	rule := ing.Spec.Rules[0]
+	backend := rule.HTTP.Paths[0].Backend.Service
+	if ing.Name != "shots" || *ing.Spec.IngressClassName != "nginx" || rule.Host != "shots.example.com" || backend.Name != "shots" ||
+		backend.Port.Number != 80 || ing.Spec.TLS[0].SecretName != "shots-tls" || ing.Annotations["cert-manager.io/cluster-issuer"] != "letsencrypt" ||
+		ing.OwnerReferences[0].Kind != "ScreenshotService" {
+		t.Errorf("ingress %+v", ing)
+	}
+	if URL(s) != "https://shots.example.com" {
+		t.Errorf("URL with TLS = %s", URL(s))
+	}
+	s.Spec.Ingress.TLSSecretName = ""
+	if URL(s) != "http://shots.example.com" || Ingress(s).Spec.TLS != nil {
+		t.Errorf("URL without TLS = %s", URL(s))
+	}
+}
+
+// TestSpreadAndScheduling: both pod kinds spread over nodes and zones by
+// default without ever blocking; the browsers have scheduling of their own.
+func TestSpreadAndScheduling(t *testing.T) {
+	s := svc()
+	s.Spec.NodeSelector = map[string]string{"pool": "general"}
+	for _, tc := range []struct {
+		component string
+		spec      corev1.PodSpec
+	}{{"api", APIDeployment(s, "h").Spec.Template.Spec}, {"browser", BrowserDeployment(s, "h").Spec.Template.Spec}} {
+		c := tc.spec.TopologySpreadConstraints
+		if len(c) != 2 || c[0].TopologyKey != "kubernetes.io/hostname" || c[1].TopologyKey != "topology.kubernetes.io/zone" ||
+			c[0].WhenUnsatisfiable != corev1.ScheduleAnyway || c[0].LabelSelector.MatchLabels["app.kubernetes.io/component"] != tc.component {
+			t.Errorf("%s spread %+v", tc.component, c)
+		}
+		if tc.spec.NodeSelector["pool"] != "general" {
+			t.Errorf("%s node selector %v", tc.component, tc.spec.NodeSelector)
 		}
 	}
-	if !open || !browsersOnly {
-		t.Errorf("ingress = %+v", np.Spec.Ingress)
+	s.Spec.Browser.NodeSelector = map[string]string{"pool": "browsers"}
+	s.Spec.Browser.Tolerations = []corev1.Toleration{{Key: "browsers", Operator: corev1.TolerationOpExists}}
+	s.Spec.Browser.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: "rack", WhenUnsatisfiable: corev1.DoNotSchedule}}
+	b, a := BrowserDeployment(s, "h").Spec.Template.Spec, APIDeployment(s, "h").Spec.Template.Spec
+	if b.NodeSelector["pool"] != "browsers" || len(b.Tolerations) != 1 || b.TopologySpreadConstraints[0].TopologyKey != "rack" {
+		t.Errorf("browser scheduling %+v", b)
+	}
+	if a.NodeSelector["pool"] != "general" || len(a.Tolerations) != 0 || a.TopologySpreadConstraints[0].TopologyKey != "kubernetes.io/hostname" {
+		t.Errorf("the API took the browsers' scheduling: %+v", a)
 	}
 }
 
