@@ -1,7 +1,8 @@
 // Package netranges is the one table of address ranges that Shutter refuses
 // as destinations of a page: the server's outbound policy (netguard) judges
-// every address with it, and the operator's NetworkPolicies exclude the same
-// ranges from the browsers' egress. It holds data only.
+// every address with it, at the browser and at the per-render proxies; in
+// Kubernetes the browsers' NetworkPolicy lets them reach nothing but those
+// proxies and DNS. It holds data only.
 package netranges
 
 import "net/netip"
@@ -40,38 +41,4 @@ var Refused = []Range{
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
 	{netip.MustParsePrefix("fec0::/10"), "site-local (deprecated)"},
 	{netip.MustParsePrefix("ff00::/8"), "multicast"},
-}
-
-// Embedding are the IPv6 ranges whose addresses carry an IPv4 address. The
-// Go policy judges such an address by the IPv4 address inside; a
-// NetworkPolicy cannot look inside, so it refuses the whole range (the
-// public IPv4 addresses stay reachable directly).
-var Embedding = []Range{
-	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
-	{netip.MustParsePrefix("::ffff:0:0/96"), "IPv4-mapped"},
-	{netip.MustParsePrefix("::ffff:0:0:0/96"), "SIIT"},
-	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
-	{netip.MustParsePrefix("2001::/32"), "Teredo"},
-	{netip.MustParsePrefix("2002::/16"), "6to4"},
-}
-
-// Except returns the CIDRs a NetworkPolicy ipBlock must exclude from
-// 0.0.0.0/0 (v6 false) or ::/0 (v6 true): every refused range of that
-// family, and for IPv6 the embedding ranges. The IPv4-mapped range is left
-// out: Kubernetes refuses such CIDRs, and a connection to a mapped address
-// leaves the pod as IPv4, where the IPv4 exceptions apply.
-func Except(v6 bool) []string {
-	var out []string
-	add := func(rs []Range) {
-		for _, r := range rs {
-			if r.Prefix.Addr().Is6() == v6 && !r.Prefix.Addr().Is4In6() {
-				out = append(out, r.Prefix.String())
-			}
-		}
-	}
-	add(Refused)
-	if v6 {
-		add(Embedding)
-	}
-	return out
 }
