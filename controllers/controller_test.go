@@ -601,3 +601,72 @@ func TestIngressFollowsTheSpec(t *testing.T) {
 		return nil
 	})
 }
+
+// TestImagesFollowTheOperator: a spec without images runs the operator's
+// release (status.images says which); an operator upgrade rolls it to the
+// new release, while a spec that pins its images keeps them.
+func TestImagesFollowTheOperator(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	free, pinned := sample(ns, "free"), sample(ns, "pinned")
+	free.Spec.Image, free.Spec.Browser.Image = "", ""
+	pinned.Spec.Image, pinned.Spec.Browser.Image = "registry.example/server:v7", "registry.example/browser:v7"
+	for _, s := range []*shutterv1.ScreenshotService{free, pinned} {
+		if err := c.client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	images := func(name string) (string, string, shutterv1.Images, error) {
+		api, err := get(c, ns, name+"-api", &appsv1.Deployment{})
+		if err != nil {
+			return "", "", shutterv1.Images{}, err
+		}
+		br, err := get(c, ns, name+"-browser", &appsv1.Deployment{})
+		if err != nil {
+			return "", "", shutterv1.Images{}, err
+		}
+		s, err := get(c, ns, name, &shutterv1.ScreenshotService{})
+		if err != nil {
+			return "", "", shutterv1.Images{}, err
+		}
+		return api.Spec.Template.Spec.Containers[0].Image, br.Spec.Template.Spec.Containers[0].Image, s.Status.Images, nil
+	}
+	expect := func(name, server, browser string) {
+		eventually(t, name+" images", func() error {
+			a, b, st, err := images(name)
+			if err != nil {
+				return err
+			}
+			if a != server || b != browser || st.Server != server || st.Browser != browser {
+				return fmt.Errorf("api %s browser %s status %+v", a, b, st)
+			}
+			return nil
+		})
+	}
+	expect("free", "ghcr.io/shutterhq/shutter-server:v0.1.0-test", "ghcr.io/shutterhq/shutter-browser:v0.1.0-test")
+	expect("pinned", "registry.example/server:v7", "registry.example/browser:v7")
+	if cur, _ := get(c, ns, "free", &shutterv1.ScreenshotService{}); cur.Spec.Image != "" {
+		t.Errorf("the operator wrote its release into the spec: %q", cur.Spec.Image)
+	}
+
+	// The operator is upgraded: the next reconcile of each service rolls
+	// what is not pinned.
+	c.reconciler.SetImages(manifests.ReleaseImages("v0.2.0-test"))
+	t.Cleanup(func() { c.reconciler.SetImages(manifests.ReleaseImages("v0.1.0-test")) })
+	for _, name := range []string{"free", "pinned"} {
+		eventually(t, "nudge "+name, func() error {
+			cur, err := get(c, ns, name, &shutterv1.ScreenshotService{})
+			if err != nil {
+				return err
+			}
+			if cur.Annotations == nil {
+				cur.Annotations = map[string]string{}
+			}
+			cur.Annotations["test.shutter.dev/nudge"] = "1"
+			return c.client.Update(ctx, cur)
+		})
+	}
+	expect("free", "ghcr.io/shutterhq/shutter-server:v0.2.0-test", "ghcr.io/shutterhq/shutter-browser:v0.2.0-test")
+	expect("pinned", "registry.example/server:v7", "registry.example/browser:v7")
+}

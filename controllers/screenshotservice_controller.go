@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,7 @@ import (
 
 	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
 	"github.com/shutterhq/shutter/internal/manifests"
+	"github.com/shutterhq/shutter/internal/version"
 )
 
 // FieldOwner is the server-side apply manager of every object the operator
@@ -45,6 +47,20 @@ type Reconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
+
+	images atomic.Pointer[shutterv1.Images]
+}
+
+// SetImages sets the images a ScreenshotService runs when its spec names
+// none: the operator's own release.
+func (r *Reconciler) SetImages(i shutterv1.Images) { r.images.Store(&i) }
+
+// releaseImages are the images of SetImages, or of this build's version.
+func (r *Reconciler) releaseImages() shutterv1.Images {
+	if i := r.images.Load(); i != nil {
+		return *i
+	}
+	return manifests.ReleaseImages(version.String())
 }
 
 // +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices,verbs=get;list;watch;update;patch
@@ -86,12 +102,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	tokens := manifests.Hash(map[string]string{"v": generated[manifests.BrowserTokenKey], "p": generated[manifests.BrowserTokenPreviousKey]})
 	secretHash[manifests.BrowserTokenKey] = tokens
 	cm := manifests.ConfigMap(&s)
+	// The pods run the spec's images, else this operator's release: an
+	// operator upgrade rolls what the spec does not pin.
+	run := manifests.WithImages(&s, r.releaseImages())
+	s.Status.Images = shutterv1.Images{Server: run.Spec.Image, Browser: run.Spec.Browser.Image}
 	desired := []client.Object{
 		cm,
-		manifests.APIDeployment(&s, manifests.Hash(cm.Data, secretHash)),
+		manifests.APIDeployment(run, manifests.Hash(cm.Data, secretHash)),
 		manifests.APIService(&s),
 		manifests.MetricsService(&s),
-		manifests.BrowserDeployment(&s, tokens),
+		manifests.BrowserDeployment(run, tokens),
 		manifests.BrowserService(&s),
 		manifests.BrowserNetworkPolicy(&s),
 		manifests.APINetworkPolicy(&s),

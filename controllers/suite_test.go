@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
+	"github.com/shutterhq/shutter/internal/manifests"
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
@@ -35,6 +36,9 @@ type cluster struct {
 	scheme *runtime.Scheme
 	stop   context.CancelFunc
 	done   chan struct{}
+	// reconciler is the running operator's, for tests that play an
+	// operator upgrade.
+	reconciler *Reconciler
 }
 
 var (
@@ -98,6 +102,8 @@ func (c *cluster) startManager() error {
 		return err
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("shutter-operator")}
+	r.SetImages(manifests.ReleaseImages("v0.1.0-test"))
+	c.reconciler = r
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}

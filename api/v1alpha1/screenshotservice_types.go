@@ -75,8 +75,7 @@ type BrowserSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Image of the browser (Debian's chromium-headless-shell under an init
-	// process).
-	// +kubebuilder:default="ghcr.io/shutterhq/shutter-browser:latest"
+	// process). Empty: the operator's own release of it (status.images).
 	// +optional
 	Image string `json:"image,omitempty"`
 	// +optional
@@ -193,8 +192,8 @@ type ScreenshotServiceSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
-	// Image of the API server.
-	// +kubebuilder:default="ghcr.io/shutterhq/shutter-server:latest"
+	// Image of the API server. Empty: the operator's own release of it
+	// (status.images), so that an operator upgrade upgrades the platform.
 	// +optional
 	Image string `json:"image,omitempty"`
 	// +optional
@@ -315,10 +314,21 @@ type ScreenshotServiceStatus struct {
 	// In-cluster URL of the API.
 	// +optional
 	ClusterURL string `json:"clusterURL,omitempty"`
+	// The images the pods run: the spec's, or the operator's release.
+	// +optional
+	Images Images `json:"images,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Images are the images of the two pod kinds.
+type Images struct {
+	// +optional
+	Server string `json:"server,omitempty"`
+	// +optional
+	Browser string `json:"browser,omitempty"`
 }
 
 // ScreenshotService is one Shutter platform: API pods, browser pods and

@@ -28,6 +28,8 @@ import (
 
 	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
 	"github.com/shutterhq/shutter/controllers"
+	"github.com/shutterhq/shutter/internal/manifests"
+	"github.com/shutterhq/shutter/internal/version"
 )
 
 func main() {
@@ -64,6 +66,8 @@ func run() error {
 	leaderElect := flag.Bool("leader-elect", leaderDefault, "elect a leader, so that only one replica reconciles (default: in a cluster)")
 	leaderNS := flag.String("leader-election-namespace", env("LEADER_ELECTION_NAMESPACE", ""), "namespace of the leader lease")
 	watchNS := flag.String("watch-namespace", env("WATCH_NAMESPACE", ""), "only this namespace (default all)")
+	imageTag := flag.String("image-tag", env("IMAGE_TAG", version.String()),
+		"tag of the server and browser images for ScreenshotServices that name none (default: this operator's version)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -88,11 +92,13 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if err := (&controllers.Reconciler{
+	r := &controllers.Reconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("shutter-operator"),
-	}).SetupWithManager(mgr); err != nil {
+	}
+	r.SetImages(manifests.ReleaseImages(*imageTag))
+	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

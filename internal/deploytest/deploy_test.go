@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"io"
 	"net/http"
 	"os"
@@ -414,5 +415,40 @@ func TestServerAndOperatorImagesAreStatic(t *testing.T) {
 			}
 		}
 		f.Close()
+	}
+}
+
+// TestNoLatestImages: nothing the project ships names a :latest image —
+// not the kustomize config and samples, not the chart as rendered (with
+// its defaults and with every option on) — and the operator is told the
+// release whose server and browser images it runs.
+func TestNoLatestImages(t *testing.T) {
+	err := filepath.WalkDir("../../config", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), ":latest") {
+			t.Errorf("%s names a :latest image", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runHelm(t, "template", "shutter", chart, "--namespace", "shutter-system", "--kube-version", testenv.KubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, ":latest") {
+		t.Error("the rendered chart names a :latest image")
+	}
+	dep := find(render(t), "Deployment")
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	image, args := c["image"].(string), fmt.Sprint(c["args"])
+	tag := image[strings.LastIndex(image, ":")+1:]
+	if tag == "" || !strings.Contains(args, "--image-tag="+tag) {
+		t.Errorf("operator image %s, args %s: the platform's images should be the operator's release", image, args)
 	}
 }

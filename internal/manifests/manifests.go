@@ -99,6 +99,23 @@ func meta(s *shutterv1.ScreenshotService, name, component string) metav1.ObjectM
 	}
 }
 
+// Repository is where the release images are.
+const Repository = "ghcr.io/shutterhq/"
+
+// ReleaseImages are the images of a release tag.
+func ReleaseImages(tag string) shutterv1.Images {
+	return shutterv1.Images{Server: Repository + "shutter-server:" + tag, Browser: Repository + "shutter-browser:" + tag}
+}
+
+// WithImages returns a copy of s whose empty image fields hold the
+// release images; what the spec pins stays.
+func WithImages(s *shutterv1.ScreenshotService, release shutterv1.Images) *shutterv1.ScreenshotService {
+	c := s.DeepCopy()
+	c.Spec.Image = orDefault(c.Spec.Image, release.Server)
+	c.Spec.Browser.Image = orDefault(c.Spec.Browser.Image, release.Browser)
+	return c
+}
+
 // ClusterURL is the in-cluster address of the API.
 func ClusterURL(s *shutterv1.ScreenshotService) string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", ServiceName(s), s.Namespace, port(s))
@@ -301,7 +318,7 @@ func APIDeployment(s *shutterv1.ScreenshotService, configHash string) *appsv1.De
 	grace := int64((5*time.Second + 2*timeout + 10*time.Second) / time.Second)
 	c := corev1.Container{
 		Name:            "api",
-		Image:           orDefault(s.Spec.Image, "ghcr.io/shutterhq/shutter-server:latest"),
+		Image:           s.Spec.Image,
 		ImagePullPolicy: s.Spec.ImagePullPolicy,
 		Args:            []string{"serve"},
 		Ports: []corev1.ContainerPort{
@@ -414,7 +431,7 @@ func BrowserDeployment(s *shutterv1.ScreenshotService, tokenHash string) *appsv1
 	}
 	c := corev1.Container{
 		Name:            "chromium",
-		Image:           orDefault(b.Image, "ghcr.io/shutterhq/shutter-browser:latest"),
+		Image:           b.Image,
 		ImagePullPolicy: b.ImagePullPolicy,
 		Args:            BrowserArgs(s),
 		Env: []corev1.EnvVar{{Name: "HOME", Value: "/tmp"},
