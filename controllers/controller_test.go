@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -408,6 +409,13 @@ func TestInvalidSpecsRejected(t *testing.T) {
 		{"env overrides discovery", func(s *shutterv1.ScreenshotService) {
 			s.Spec.Env = []corev1.EnvVar{{Name: "BROWSER_URLS", Value: "http://elsewhere:9222"}}
 		}, "the operator owns them"},
+		{"autoscaler max below min", func(s *shutterv1.ScreenshotService) {
+			s.Spec.Autoscaling.API = &shutterv1.AutoscalingSpec{MinReplicas: 4, MaxReplicas: 2, TargetCPUUtilization: ptr.To[int32](50)}
+		}, "maxReplicas must not be below minReplicas"},
+		{"autoscaler without a target", func(s *shutterv1.ScreenshotService) {
+			s.Spec.Autoscaling.Browser = &shutterv1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3}
+		}, "set targetCPUUtilization, targetBusyPerPod or both"},
+		{"ingress without a host", func(s *shutterv1.ScreenshotService) { s.Spec.Ingress = &shutterv1.IngressSpec{} }, "spec.ingress.host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := sample(ns, "bad-"+strings.ReplaceAll(tc.name, " ", "-"))
@@ -669,4 +677,81 @@ func TestImagesFollowTheOperator(t *testing.T) {
 	}
 	expect("free", "ghcr.io/shutterhq/shutter-server:v0.2.0-test", "ghcr.io/shutterhq/shutter-browser:v0.2.0-test")
 	expect("pinned", "registry.example/server:v7", "registry.example/browser:v7")
+}
+
+// TestAutoscalerOwnsReplicas: with spec.autoscaling the operator makes the
+// HPAs (accepted by the apiserver) and leaves the Deployment's replicas to
+// them: a count the autoscaler sets survives reconciles. Without it, the
+// HPA goes.
+func TestAutoscalerOwnsReplicas(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	s := sample(ns, "shots")
+	s.Spec.Autoscaling.API = &shutterv1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 6, TargetCPUUtilization: ptr.To[int32](70)}
+	if err := c.client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "hpa", func() error {
+		h, err := get(c, ns, "shots-api", &autoscalingv2.HorizontalPodAutoscaler{})
+		if err != nil {
+			return err
+		}
+		if h.Spec.MaxReplicas != 6 || h.Spec.ScaleTargetRef.Name != "shots-api" {
+			return fmt.Errorf("hpa %+v", h.Spec)
+		}
+		_, err = get(c, ns, "shots-api", &appsv1.Deployment{})
+		return err
+	})
+	// The autoscaler scales the Deployment, as the HPA controller does:
+	// through its scale subresource, under its own field manager.
+	d, _ := get(c, ns, "shots-api", &appsv1.Deployment{})
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+	if err := c.client.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // several reconciles, one per change of the spec
+		eventually(t, "nudge", func() error {
+			cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.MaxConcurrentScreenshots = int32(5 + i)
+			return c.client.Update(ctx, cur)
+		})
+		eventually(t, "reconciled", func() error {
+			cm, err := get(c, ns, "shots-config", &corev1.ConfigMap{})
+			if err != nil {
+				return err
+			}
+			if cm.Data["MAX_CONCURRENT_SCREENSHOTS"] != fmt.Sprint(5+i) {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+		if d, _ := get(c, ns, "shots-api", &appsv1.Deployment{}); d.Spec.Replicas == nil || *d.Spec.Replicas != 5 {
+			t.Fatalf("after a reconcile the autoscaler's 5 became %v", d.Spec.Replicas)
+		}
+	}
+	eventually(t, "autoscaling off", func() error {
+		cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Autoscaling.API = nil
+		return c.client.Update(ctx, cur)
+	})
+	eventually(t, "hpa gone, replicas back to the spec", func() error {
+		if _, err := get(c, ns, "shots-api", &autoscalingv2.HorizontalPodAutoscaler{}); err == nil {
+			return fmt.Errorf("the HPA is still there")
+		}
+		d, err := get(c, ns, "shots-api", &appsv1.Deployment{})
+		if err != nil {
+			return err
+		}
+		if *d.Spec.Replicas != *s.Spec.Replicas {
+			return fmt.Errorf("replicas %d, spec %d", *d.Spec.Replicas, *s.Spec.Replicas)
+		}
+		return nil
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -70,6 +71,7 @@ func (r *Reconciler) releaseImages() shutterv1.Images {
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -118,6 +120,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for _, pdb := range manifests.PodDisruptionBudgets(&s) {
 		desired = append(desired, pdb)
+	}
+	hpas, drop := manifests.Autoscalers(&s)
+	for _, h := range hpas {
+		desired = append(desired, h)
+	}
+	for _, name := range drop {
+		if err := r.remove(ctx, &autoscalingv2.HorizontalPodAutoscaler{}, s.Namespace, name); err != nil {
+			return ctrl.Result{}, r.failed(ctx, &s, before, err)
+		}
 	}
 	if ing := manifests.Ingress(&s); ing != nil {
 		desired = append(desired, ing)
@@ -289,6 +300,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&networkingv1.Ingress{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfSecret)).
 		Named("screenshotservice").

@@ -104,6 +104,35 @@ type BrowserSpec struct {
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 }
 
+// AutoscalingSpec scales one pod kind with a HorizontalPodAutoscaler.
+// +kubebuilder:validation:XValidation:rule="self.maxReplicas >= self.minReplicas",message="maxReplicas must not be below minReplicas"
+// +kubebuilder:validation:XValidation:rule="has(self.targetCPUUtilization) || has(self.targetBusyPerPod)",message="set targetCPUUtilization, targetBusyPerPod or both"
+type AutoscalingSpec struct {
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas int32 `json:"minReplicas"`
+	// +kubebuilder:validation:Minimum=1
+	MaxReplicas int32 `json:"maxReplicas"`
+	// Average CPU use per pod, in percent of its request.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	TargetCPUUtilization *int32 `json:"targetCPUUtilization,omitempty"`
+	// Average busy render slots per pod: the API's shutter_queue_active,
+	// the browsers' shutter_browser_busy_pages, served to the autoscaler by
+	// a metrics adapter (see the README).
+	// +optional
+	TargetBusyPerPod *resource.Quantity `json:"targetBusyPerPod,omitempty"`
+}
+
+// AutoscalingSpecs are the autoscalers of the two pod kinds. While one is
+// set, the operator leaves that Deployment's replicas to it.
+type AutoscalingSpecs struct {
+	// +optional
+	API *AutoscalingSpec `json:"api,omitempty"`
+	// +optional
+	Browser *AutoscalingSpec `json:"browser,omitempty"`
+}
+
 // IngressSpec publishes the API through an Ingress.
 type IngressSpec struct {
 	// The IngressClass; empty uses the cluster's default.
@@ -262,6 +291,10 @@ type ScreenshotServiceSpec struct {
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`
 
+	// Horizontal autoscaling of the API and browser pods; replicas then
+	// only seed a new Deployment.
+	// +optional
+	Autoscaling AutoscalingSpecs `json:"autoscaling,omitempty"`
 	// Publishes the API at a host name; status.url then shows its address.
 	// +optional
 	Ingress *IngressSpec `json:"ingress,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -343,7 +344,7 @@ func APIDeployment(s *shutterv1.ScreenshotService, configHash string) *appsv1.De
 	return &appsv1.Deployment{
 		ObjectMeta: meta(s, APIName(s), "api"),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(s.Spec.Replicas, 2)),
+			Replicas: replicas(s.Spec.Replicas, s.Spec.Autoscaling.API),
 			Selector: &metav1.LabelSelector{MatchLabels: selector(s, "api")},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 				MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
@@ -452,7 +453,7 @@ func BrowserDeployment(s *shutterv1.ScreenshotService, tokenHash string) *appsv1
 	return &appsv1.Deployment{
 		ObjectMeta: meta(s, BrowserName(s), "browser"),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(b.Replicas, 2)),
+			Replicas: replicas(b.Replicas, s.Spec.Autoscaling.Browser),
 			// A new browser is up before an old one leaves.
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 				MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
@@ -578,6 +579,53 @@ func APINetworkPolicy(s *shutterv1.ScreenshotService) *networkingv1.NetworkPolic
 			},
 		},
 	}
+}
+
+// replicas is a Deployment's count: none while an autoscaler owns it, so
+// that server-side apply leaves the autoscaler's figure alone.
+func replicas(spec *int32, auto *shutterv1.AutoscalingSpec) *int32 {
+	if auto != nil {
+		return nil
+	}
+	return ptr.To(ptr.Deref(spec, 2))
+}
+
+// BusyMetric is the per-pod metric of busy render slots of each pod kind,
+// for a metrics adapter to serve to the autoscalers.
+var BusyMetric = map[string]string{"api": "shutter_queue_active", "browser": "shutter_browser_busy_pages"}
+
+// Autoscalers are the HorizontalPodAutoscalers spec.autoscaling asks for,
+// and the names of those it does not (to remove).
+func Autoscalers(s *shutterv1.ScreenshotService) (want []*autoscalingv2.HorizontalPodAutoscaler, drop []string) {
+	for _, c := range []struct {
+		name, component string
+		spec            *shutterv1.AutoscalingSpec
+	}{{APIName(s), "api", s.Spec.Autoscaling.API}, {BrowserName(s), "browser", s.Spec.Autoscaling.Browser}} {
+		if c.spec == nil {
+			drop = append(drop, c.name)
+			continue
+		}
+		h := &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: meta(s, c.name, c.component),
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: c.name},
+				MinReplicas:    ptr.To(c.spec.MinReplicas),
+				MaxReplicas:    c.spec.MaxReplicas,
+			},
+		}
+		if u := c.spec.TargetCPUUtilization; u != nil {
+			h.Spec.Metrics = append(h.Spec.Metrics, autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType,
+				Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: u}}})
+		}
+		if b := c.spec.TargetBusyPerPod; b != nil {
+			h.Spec.Metrics = append(h.Spec.Metrics, autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType,
+				Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: BusyMetric[c.component]},
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: b}}})
+		}
+		want = append(want, h)
+	}
+	return want, drop
 }
 
 // Ingress publishes the API's Service at spec.ingress.host; nil without

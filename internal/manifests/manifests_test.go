@@ -379,3 +379,39 @@ func TestMetricsOnlyOnTheirOwnService(t *testing.T) {
 		t.Errorf("metrics Service %+v", m.Spec)
 	}
 }
+
+// TestAutoscalers: spec.autoscaling renders an HPA per pod kind with the
+// asked metrics, and its Deployment carries no replica count (so that
+// server-side apply leaves the autoscaler's figure alone).
+func TestAutoscalers(t *testing.T) {
+	s := svc()
+	if want, drop := Autoscalers(s); len(want) != 0 || len(drop) != 2 {
+		t.Fatalf("without autoscaling: %v %v", want, drop)
+	}
+	if APIDeployment(s, "h").Spec.Replicas == nil {
+		t.Fatal("a Deployment without an autoscaler lacks replicas")
+	}
+	busy := resource.MustParse("6")
+	s.Spec.Autoscaling.API = &shutterv1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 8, TargetCPUUtilization: ptr.To[int32](70), TargetBusyPerPod: &busy}
+	want, drop := Autoscalers(s)
+	if len(want) != 1 || len(drop) != 1 || drop[0] != "shots-browser" {
+		t.Fatalf("api only: %v %v", want, drop)
+	}
+	h := want[0]
+	if h.Name != "shots-api" || h.Spec.ScaleTargetRef.Name != "shots-api" || h.Spec.ScaleTargetRef.Kind != "Deployment" ||
+		*h.Spec.MinReplicas != 2 || h.Spec.MaxReplicas != 8 || len(h.Spec.Metrics) != 2 {
+		t.Fatalf("hpa %+v", h.Spec)
+	}
+	if m := h.Spec.Metrics[0]; m.Resource.Name != corev1.ResourceCPU || *m.Resource.Target.AverageUtilization != 70 {
+		t.Errorf("cpu metric %+v", m)
+	}
+	if m := h.Spec.Metrics[1]; m.Pods.Metric.Name != "shutter_queue_active" || m.Pods.Target.AverageValue.String() != "6" {
+		t.Errorf("busy metric %+v", m)
+	}
+	if APIDeployment(s, "h").Spec.Replicas != nil {
+		t.Error("an autoscaled Deployment still carries replicas")
+	}
+	if BrowserDeployment(s, "h").Spec.Replicas == nil {
+		t.Error("the browsers lost their count with the API's autoscaler")
+	}
+}
