@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,7 +41,10 @@ import (
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
-const chart = "../../charts/shutter-operator"
+const (
+	chart         = "../../charts/shutter-operator"
+	platformChart = "../../charts/shutter-platform"
+)
 
 func helm(t *testing.T) string {
 	t.Helper()
@@ -75,6 +79,16 @@ func render(t *testing.T, args ...string) []*unstructured.Unstructured {
 		t.Fatalf("helm template %v: %v\n%s", args, err, out)
 	}
 	var objs []*unstructured.Unstructured
+	for _, m := range splitYAML(t, out) {
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return objs
+}
+
+// splitYAML decodes a stream of YAML documents, leaving out empty ones.
+func splitYAML(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	for {
 		var m map[string]any
@@ -84,10 +98,10 @@ func render(t *testing.T, args ...string) []*unstructured.Unstructured {
 			t.Fatal(err)
 		}
 		if len(m) > 0 {
-			objs = append(objs, &unstructured.Unstructured{Object: m})
+			docs = append(docs, m)
 		}
 	}
-	return objs
+	return docs
 }
 
 func find(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
@@ -100,9 +114,11 @@ func find(objs []*unstructured.Unstructured, kind string) *unstructured.Unstruct
 }
 
 func TestHelmLint(t *testing.T) {
-	for _, args := range [][]string{{}, {"-f", chart + "/ci/full-values.yaml"}} {
-		if out, err := runHelm(t, append([]string{"lint", "--strict", chart}, args...)...); err != nil {
-			t.Errorf("helm lint %v: %v\n%s", args, err, out)
+	for _, c := range []string{chart, platformChart} {
+		for _, args := range [][]string{{}, {"-f", c + "/ci/full-values.yaml"}} {
+			if out, err := runHelm(t, append([]string{"lint", "--strict", c}, args...)...); err != nil {
+				t.Errorf("helm lint %s %v: %v\n%s", c, args, err, out)
+			}
 		}
 	}
 }
@@ -114,7 +130,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		"unknown nested":    "image:\n  repository: x\n  pullPolicy: Always\n  digest: sha256:1\n",
 		"bad enum":          "image:\n  repository: x\n  pullPolicy: Sometimes\n",
 		"port out of range": "metrics:\n  port: 0\n",
-		"bad instance name": "instance:\n  enabled: true\n  name: Not_Valid\n",
+		"the old instance": "instance:\n  enabled: true\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "values.yaml")
@@ -190,6 +206,17 @@ func TestRenderedManifestsAreAccepted(t *testing.T) {
 			if err != nil {
 				t.Errorf("%v: %s %s refused: %v", values, o.GetKind(), o.GetName(), err)
 			}
+		}
+	}
+	// The platform chart's ScreenshotService, with every section set.
+	out, err := runHelm(t, "template", "shutter", platformChart, "--namespace", "screenshots", "--kube-version", testenv.KubeVersion, "-f", platformChart+"/ci/full-values.yaml")
+	if err != nil {
+		t.Fatalf("helm template %s: %v\n%s", platformChart, err, out)
+	}
+	for _, m := range splitYAML(t, out) {
+		o := &unstructured.Unstructured{Object: m}
+		if err := c.Patch(ctx, o, client.Apply, client.DryRunAll, client.FieldOwner("helm-test"), client.ForceOwnership); err != nil { //nolint:staticcheck
+			t.Errorf("platform chart %s %s refused: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
 	// The sample and its Secrets, as the getting-started guide applies them.
@@ -450,5 +477,68 @@ func TestNoLatestImages(t *testing.T) {
 	tag := image[strings.LastIndex(image, ":")+1:]
 	if tag == "" || !strings.Contains(args, "--image-tag="+tag) {
 		t.Errorf("operator image %s, args %s: the platform's images should be the operator's release", image, args)
+	}
+}
+
+// TestHelmInstallOperatorThenPlatform installs for real — helm install on
+// an empty kube-apiserver, the CRD not installed before — the operator
+// chart, then the platform chart (a ScreenshotService; in one release with
+// its CRD it could not be installed), upgrades the platform and uninstalls
+// both.
+func TestHelmInstallOperatorThenPlatform(t *testing.T) {
+	env := &envtest.Environment{BinaryAssetsDirectory: testenv.KubeAssets(t)}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(shutterv1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helmDo := func(args ...string) {
+		t.Helper()
+		if out, err := runHelm(t, append(args, "--kubeconfig", kubeconfig)...); err != nil {
+			t.Fatalf("helm %v: %v\n%s", args, err, out)
+		}
+	}
+	ctx := context.Background()
+	helmDo("install", "shutter-operator", chart, "--namespace", "shutter-system", "--create-namespace")
+	var dep appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "shutter-system", Name: "shutter-operator"}, &dep); err != nil {
+		t.Fatalf("the operator's Deployment: %v", err)
+	}
+	helmDo("install", "shutter", platformChart, "--namespace", "screenshots", "--create-namespace", "-f", platformChart+"/ci/full-values.yaml")
+	var svc shutterv1.ScreenshotService
+	key := client.ObjectKey{Namespace: "screenshots", Name: "shutter"}
+	if err := c.Get(ctx, key, &svc); err != nil || *svc.Spec.Replicas != 3 || svc.Spec.Ingress.Host != "shots.example.com" {
+		t.Fatalf("the platform's ScreenshotService: %v %+v", err, svc.Spec)
+	}
+	helmDo("upgrade", "shutter", platformChart, "--namespace", "screenshots", "-f", platformChart+"/ci/full-values.yaml", "--set", "spec.replicas=4")
+	if err := c.Get(ctx, key, &svc); err != nil || *svc.Spec.Replicas != 4 {
+		t.Errorf("after upgrade: %v %v", err, svc.Spec.Replicas)
+	}
+	helmDo("uninstall", "shutter", "--namespace", "screenshots")
+	if err := c.Get(ctx, key, &svc); err == nil && svc.DeletionTimestamp.IsZero() {
+		t.Error("the ScreenshotService outlived the platform's uninstall")
+	}
+	helmDo("uninstall", "shutter-operator", "--namespace", "shutter-system")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "shutter-system", Name: "shutter-operator"}, &dep); err == nil && dep.DeletionTimestamp.IsZero() {
+		t.Error("the operator outlived its uninstall")
 	}
 }
