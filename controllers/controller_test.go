@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -751,6 +752,72 @@ func TestAutoscalerOwnsReplicas(t *testing.T) {
 		}
 		if *d.Spec.Replicas != *s.Spec.Replicas {
 			return fmt.Errorf("replicas %d, spec %d", *d.Spec.Replicas, *s.Spec.Replicas)
+		}
+		return nil
+	})
+}
+
+// TestPodMonitorWhenTheCRDExists: without the Prometheus Operator's CRD a
+// service asking for a PodMonitor still comes up (no hard dependency);
+// once the CRD exists, the PodMonitor is made and selects the API and
+// browser pods' metrics ports.
+func TestPodMonitorWhenTheCRDExists(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	early := sample(ns, "early")
+	early.Spec.Monitoring.PodMonitor = true
+	if err := c.client.Create(ctx, early); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the service comes up without the CRD", func() error {
+		_, err := get(c, ns, "early-api", &appsv1.Deployment{})
+		return err
+	})
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "podmonitors.monitoring.coreos.com"},
+		"spec": map[string]any{
+			"group": "monitoring.coreos.com", "scope": "Namespaced",
+			"names": map[string]any{"kind": "PodMonitor", "listKind": "PodMonitorList", "plural": "podmonitors", "singular": "podmonitor"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	if err := c.client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	s := sample(ns, "shots")
+	s.Spec.Monitoring = shutterv1.MonitoringSpec{PodMonitor: true, Labels: map[string]string{"release": "prometheus"}}
+	if err := c.client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "PodMonitor", func() error {
+		pm := &unstructured.Unstructured{}
+		pm.SetGroupVersionKind(manifests.PodMonitorGVK)
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shots"}, pm); err != nil {
+			return err
+		}
+		eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+		inst, _, _ := unstructured.NestedString(pm.Object, "spec", "selector", "matchLabels", "app.kubernetes.io/instance")
+		if len(eps) != 2 || inst != "shots" || pm.GetLabels()["release"] != "prometheus" || len(pm.GetOwnerReferences()) != 1 {
+			return fmt.Errorf("PodMonitor %v", pm.Object)
+		}
+		return nil
+	})
+	eventually(t, "monitoring off", func() error {
+		cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Monitoring.PodMonitor = false
+		return c.client.Update(ctx, cur)
+	})
+	eventually(t, "PodMonitor gone", func() error {
+		pm := &unstructured.Unstructured{}
+		pm.SetGroupVersionKind(manifests.PodMonitorGVK)
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shots"}, pm); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
 		}
 		return nil
 	})

@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -72,6 +73,7 @@ func (r *Reconciler) releaseImages() shutterv1.Images {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -120,6 +122,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for _, pdb := range manifests.PodDisruptionBudgets(&s) {
 		desired = append(desired, pdb)
+	}
+	if err := r.podMonitor(ctx, &s); err != nil {
+		return ctrl.Result{}, r.failed(ctx, &s, before, err)
 	}
 	hpas, drop := manifests.Autoscalers(&s)
 	for _, h := range hpas {
@@ -259,6 +264,31 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 
 // SetupWithManager watches ScreenshotServices, what they own, and the
 // Secrets they reference.
+// podMonitor applies the PodMonitor the spec asks for, or removes one it
+// no longer does — when the Prometheus Operator's CRD exists; without it
+// there is nothing to do (no hard dependency), and an event says so.
+func (r *Reconciler) podMonitor(ctx context.Context, s *shutterv1.ScreenshotService) error {
+	if _, err := r.RESTMapper().RESTMapping(manifests.PodMonitorGVK.GroupKind(), manifests.PodMonitorGVK.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			if s.Spec.Monitoring.PodMonitor {
+				r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, "PodMonitorUnavailable", "Monitor",
+					"spec.monitoring.podMonitor is set, but the cluster has no PodMonitor CRD (Prometheus Operator)")
+			}
+			return nil
+		}
+		return err
+	}
+	if pm := manifests.PodMonitor(s); pm != nil {
+		if err := r.apply(ctx, pm); err != nil {
+			return fmt.Errorf("apply PodMonitor %s: %w", pm.GetName(), err)
+		}
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(manifests.PodMonitorGVK)
+	return r.remove(ctx, u, s.Namespace, s.Name)
+}
+
 // remove deletes an optional child the spec no longer asks for, when it
 // is ours.
 func (r *Reconciler) remove(ctx context.Context, obj client.Object, namespace, name string) error {

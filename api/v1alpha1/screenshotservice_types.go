@@ -149,6 +149,17 @@ type IngressSpec struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
+// MonitoringSpec is how Prometheus finds the pods.
+type MonitoringSpec struct {
+	// Make a PodMonitor (Prometheus Operator) for the API and browser pods'
+	// metrics, when its CRD exists in the cluster.
+	// +optional
+	PodMonitor bool `json:"podMonitor,omitempty"`
+	// Extra labels of the PodMonitor, for a Prometheus that selects by them.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
 // NetworkSpec narrows who may reach the pods.
 type NetworkSpec struct {
 	// Who may reach the API's HTTP port; empty admits everyone.
@@ -301,6 +312,9 @@ type ScreenshotServiceSpec struct {
 	// Who may reach the API and its metrics.
 	// +optional
 	Network NetworkSpec `json:"network,omitempty"`
+	// Scraping of the pods' metrics.
+	// +optional
+	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
 
 	// Scheduling of the API pods (and of the browser pods, unless
 	// spec.browser has its own).

@@ -542,3 +542,80 @@ func TestHelmInstallOperatorThenPlatform(t *testing.T) {
 		t.Error("the operator outlived its uninstall")
 	}
 }
+
+// TestMonitoringObjects: with the Prometheus Operator's API present the
+// chart renders the operator's PodMonitor and the alert rules, never
+// otherwise; the Grafana dashboard is valid JSON; and every metric the
+// dashboard and the alerts name is one the programs export.
+func TestMonitoringObjects(t *testing.T) {
+	full := []string{"-f", chart + "/ci/full-values.yaml"}
+	without := render(t, full...)
+	if find(without, "PodMonitor") != nil || find(without, "PrometheusRule") != nil {
+		t.Error("Prometheus Operator objects rendered for a cluster without its API")
+	}
+	if find(without, "Service") != nil {
+		t.Error("a Service exposes the operator's metrics")
+	}
+	with := render(t, append(full, "--api-versions", "monitoring.coreos.com/v1")...)
+	pm, rule, dash := find(with, "PodMonitor"), find(with, "PrometheusRule"), find(with, "ConfigMap")
+	if pm == nil || rule == nil || dash == nil {
+		t.Fatalf("PodMonitor %v, PrometheusRule %v, dashboard %v", pm != nil, rule != nil, dash != nil)
+	}
+	if pm.GetLabels()["release"] != "prometheus" {
+		t.Errorf("PodMonitor labels %v", pm.GetLabels())
+	}
+	board, _, _ := unstructured.NestedString(dash.Object, "data", "shutter.json")
+	var parsed struct {
+		Panels []struct {
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal([]byte(board), &parsed); err != nil || len(parsed.Panels) < 6 {
+		t.Fatalf("dashboard: %v (%d panels)", err, len(parsed.Panels))
+	}
+	exported := exportedMetrics(t)
+	name := regexp.MustCompile(`shutter_[a-z_]+`)
+	check := func(where, expr string) {
+		for _, m := range name.FindAllString(expr, -1) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
+			if !exported[base] {
+				t.Errorf("%s names %s, which nothing exports", where, m)
+			}
+		}
+	}
+	for _, p := range parsed.Panels {
+		for _, tg := range p.Targets {
+			check("the dashboard", tg.Expr)
+		}
+	}
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	rules, _ := groups[0].(map[string]any)["rules"].([]any)
+	if len(rules) != 3 {
+		t.Fatalf("alert rules %v", rules)
+	}
+	for _, r := range rules {
+		check("an alert", r.(map[string]any)["expr"].(string))
+	}
+}
+
+// exportedMetrics are the metric names the programs' sources register.
+func exportedMetrics(t *testing.T) map[string]bool {
+	out := map[string]bool{}
+	lit := regexp.MustCompile(`"(shutter_[a-z_]+)"`)
+	for _, dir := range []string{"../../internal", "../../cmd"} {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			b, _ := os.ReadFile(p)
+			for _, m := range lit.FindAllStringSubmatch(string(b), -1) {
+				out[m[1]] = true
+			}
+			return nil
+		})
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d metric names found", len(out))
+	}
+	return out
+}

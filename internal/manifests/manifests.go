@@ -20,6 +20,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -626,6 +628,41 @@ func Autoscalers(s *shutterv1.ScreenshotService) (want []*autoscalingv2.Horizont
 		want = append(want, h)
 	}
 	return want, drop
+}
+
+// PodMonitorGVK is the Prometheus Operator's PodMonitor kind.
+var PodMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
+
+// PodMonitor has Prometheus scrape the API pods' metrics port and the
+// browser supervisors' /metrics (an unstructured object: the Prometheus
+// Operator is no dependency of ours). nil without spec.monitoring.podMonitor.
+func PodMonitor(s *shutterv1.ScreenshotService) *unstructured.Unstructured {
+	if !s.Spec.Monitoring.PodMonitor {
+		return nil
+	}
+	m := meta(s, s.Name, "monitoring")
+	labels := map[string]any{}
+	for k, v := range m.Labels {
+		labels[k] = v
+	}
+	for k, v := range s.Spec.Monitoring.Labels {
+		labels[k] = v
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": m.Name, "namespace": m.Namespace, "labels": labels},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchExpressions": []any{map[string]any{
+				"key": "app.kubernetes.io/component", "operator": "In", "values": []any{"api", "browser"}}},
+				"matchLabels": map[string]any{"app.kubernetes.io/name": "shutter", "app.kubernetes.io/instance": s.Name}},
+			"podMetricsEndpoints": []any{
+				map[string]any{"port": "metrics", "path": "/metrics"},
+				map[string]any{"port": "devtools", "path": "/metrics"},
+			},
+		},
+	}}
+	u.SetGroupVersionKind(PodMonitorGVK)
+	u.SetOwnerReferences(m.OwnerReferences)
+	return u
 }
 
 // Ingress publishes the API's Service at spec.ingress.host; nil without
