@@ -130,7 +130,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		"unknown nested":    "image:\n  repository: x\n  pullPolicy: Always\n  digest: sha256:1\n",
 		"bad enum":          "image:\n  repository: x\n  pullPolicy: Sometimes\n",
 		"port out of range": "metrics:\n  port: 0\n",
-		"the old instance": "instance:\n  enabled: true\n",
+		"the old instance":  "instance:\n  enabled: true\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "values.yaml")
