@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -821,4 +823,51 @@ func TestPodMonitorWhenTheCRDExists(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestUnrelatedSecretsStayOutOfMemory: the cluster's Helm release records
+// and service-account tokens never enter the operator's cache — 40 release
+// records of 256 KiB leave its heap where it was — while the Secrets a
+// ScreenshotService can use are there.
+func TestUnrelatedSecretsStayOutOfMemory(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	blob := strings.Repeat("x", 256<<10)
+	for i := range 40 {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sh.helm.release.v1.app%d.v1", i), Namespace: ns},
+			Type: "helm.sh/release.v1", Data: map[string][]byte{"release": []byte(blob)}}
+		if err := c.client.Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-db", Namespace: ns}, Data: map[string][]byte{"url": []byte("postgres://db")}}
+	if err := c.client.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the usable Secret in the cache", func() error {
+		var l corev1.SecretList
+		if err := c.cache.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, s := range l.Items {
+			if s.Type == "helm.sh/release.v1" {
+				t.Fatalf("a Helm release record is in the operator's cache: %s", s.Name)
+			}
+		}
+		if !slices.ContainsFunc(l.Items, func(s corev1.Secret) bool { return s.Name == "other-db" }) {
+			return fmt.Errorf("other-db not cached yet (%d cached)", len(l.Items))
+		}
+		return nil
+	})
+	if grew := int64(heap()) - int64(before); grew > 5<<20 {
+		t.Errorf("the heap grew by %d MiB with 10 MiB of unrelated Secrets", grew>>20)
+	}
 }

@@ -21,10 +21,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -302,6 +304,24 @@ func (r *Reconciler) remove(ctx context.Context, obj client.Object, namespace, n
 		return fmt.Errorf("delete %T %s: %w", obj, name, err)
 	}
 	return nil
+}
+
+// CacheOptions are the manager's cache settings: with a namespace, only
+// that one; and Secrets only of the types a ScreenshotService can use —
+// the cluster's Helm release records and service-account tokens, often
+// the largest and most numerous Secrets, never enter the operator's
+// memory.
+func CacheOptions(watchNamespace string) cache.Options {
+	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Field: fields.AndSelectors(
+			fields.OneTermNotEqualSelector("type", "helm.sh/release.v1"),
+			fields.OneTermNotEqualSelector("type", string(corev1.SecretTypeServiceAccountToken)),
+		)},
+	}}
+	if watchNamespace != "" {
+		o.DefaultNamespaces = map[string]cache.Config{watchNamespace: {}}
+	}
+	return o
 }
 
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {

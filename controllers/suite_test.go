@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -39,6 +40,8 @@ type cluster struct {
 	// reconciler is the running operator's, for tests that play an
 	// operator upgrade.
 	reconciler *Reconciler
+	// cache is the running operator's informer cache.
+	cache cache.Cache
 }
 
 var (
@@ -96,6 +99,7 @@ func kube(t *testing.T) *cluster {
 // election and listeners.
 func (c *cluster) startManager() error {
 	mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{Scheme: c.scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: CacheOptions(""),
 		// The restart test starts a second manager in the same process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
@@ -104,6 +108,7 @@ func (c *cluster) startManager() error {
 	r := &Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("shutter-operator")}
 	r.SetImages(manifests.ReleaseImages("v0.1.0-test"))
 	c.reconciler = r
+	c.cache = mgr.GetCache()
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -21,7 +21,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -85,9 +84,7 @@ func run() error {
 		LeaderElectionID:        "shutter-operator.shutter.dev",
 		LeaderElectionNamespace: *leaderNS,
 	}
-	if *watchNS != "" {
-		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{*watchNS: {}}}
-	}
+	mopts.Cache = controllers.CacheOptions(*watchNS)
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mopts)
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
