@@ -172,14 +172,17 @@ chart-sync:
 	    config/crd/bases/shutter.dev_screenshotservices.yaml; \
 	  echo '{{- end }}'; } > $(CHART)/templates/crd.yaml
 	@{ echo '{{- if .Values.rbac.create }}'; \
-	  echo 'apiVersion: rbac.authorization.k8s.io/v1'; echo 'kind: ClusterRole'; echo 'metadata:'; \
-	  echo '  name: {{ include "shutter-operator.fullname" . }}'; echo '  labels:'; \
+	  echo '# With watchNamespace, a Role in that namespace; else a ClusterRole.'; \
+	  echo 'apiVersion: rbac.authorization.k8s.io/v1'; echo 'kind: {{ if .Values.watchNamespace }}Role{{ else }}ClusterRole{{ end }}'; echo 'metadata:'; \
+	  echo '  name: {{ include "shutter-operator.fullname" . }}'; \
+	  echo '  {{- with .Values.watchNamespace }}'; echo '  namespace: {{ . }}'; echo '  {{- end }}'; echo '  labels:'; \
 	  echo '    {{- include "shutter-operator.labels" . | nindent 4 }}'; \
 	  sed -n '/^rules:/,$$p' config/rbac/role.yaml; \
-	  echo '---'; echo 'apiVersion: rbac.authorization.k8s.io/v1'; echo 'kind: ClusterRoleBinding'; echo 'metadata:'; \
-	  echo '  name: {{ include "shutter-operator.fullname" . }}'; echo '  labels:'; \
+	  echo '---'; echo 'apiVersion: rbac.authorization.k8s.io/v1'; echo 'kind: {{ if .Values.watchNamespace }}RoleBinding{{ else }}ClusterRoleBinding{{ end }}'; echo 'metadata:'; \
+	  echo '  name: {{ include "shutter-operator.fullname" . }}'; \
+	  echo '  {{- with .Values.watchNamespace }}'; echo '  namespace: {{ . }}'; echo '  {{- end }}'; echo '  labels:'; \
 	  echo '    {{- include "shutter-operator.labels" . | nindent 4 }}'; \
-	  echo 'roleRef:'; echo '  apiGroup: rbac.authorization.k8s.io'; echo '  kind: ClusterRole'; \
+	  echo 'roleRef:'; echo '  apiGroup: rbac.authorization.k8s.io'; echo '  kind: {{ if .Values.watchNamespace }}Role{{ else }}ClusterRole{{ end }}'; \
 	  echo '  name: {{ include "shutter-operator.fullname" . }}'; echo 'subjects:'; echo '  - kind: ServiceAccount'; \
 	  echo '    name: {{ include "shutter-operator.serviceAccountName" . }}'; echo '    namespace: {{ .Release.Namespace }}'; \
 	  echo '{{- end }}'; } > $(CHART)/templates/rbac.yaml

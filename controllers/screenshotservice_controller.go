@@ -67,17 +67,22 @@ func (r *Reconciler) releaseImages() shutterv1.Images {
 	return manifests.ReleaseImages(version.String())
 }
 
-// +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices/status,verbs=get;update;patch
+// The operator's permissions, each verb in use: children are written by
+// server-side apply (create, patch); only the generated Secret is updated,
+// and only optional children are deleted. Leader-election leases are a
+// namespaced Role of their own (config/rbac, the chart).
+// +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices/status,verbs=get;update
 // +kubebuilder:rbac:groups=shutter.dev,resources=screenshotservices/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile brings the objects of one ScreenshotService in line with its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

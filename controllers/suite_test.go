@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +26,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	shutterv1 "github.com/shutterhq/shutter/api/v1alpha1"
 	"github.com/shutterhq/shutter/internal/manifests"
@@ -97,8 +102,47 @@ func kube(t *testing.T) *cluster {
 
 // startManager runs the operator as cmd/operator does, without leader
 // election and listeners.
+// operatorAccount is the ServiceAccount the test operator runs as, bound
+// to the generated role (config/rbac/role.yaml) and nothing else: a
+// permission the code needs and the role lacks fails the tests.
+const operatorAccount = "system:serviceaccount:shutter-system:shutter-operator"
+
+// grantOperatorRole creates the operator's ServiceAccount and binds the
+// generated ClusterRole to it.
+func (c *cluster) grantOperatorRole() error {
+	ctx := context.Background()
+	b, err := os.ReadFile(filepath.Join("..", "config", "rbac", "role.yaml"))
+	if err != nil {
+		return err
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(b, &role); err != nil {
+		return err
+	}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shutter-system"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "shutter-operator", Namespace: "shutter-system"}},
+		&role,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "shutter-operator"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "shutter-operator", Namespace: "shutter-system"}}},
+	}
+	for _, o := range objs {
+		if err := c.client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *cluster) startManager() error {
-	mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{Scheme: c.scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+	if err := c.grantOperatorRole(); err != nil {
+		return err
+	}
+	// The operator runs as its ServiceAccount, with the generated role.
+	cfg := rest.CopyConfig(c.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorAccount}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: c.scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: CacheOptions(""),
 		// The restart test starts a second manager in the same process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})

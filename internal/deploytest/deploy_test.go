@@ -104,6 +104,15 @@ func splitYAML(t *testing.T, out string) []map[string]any {
 	return docs
 }
 
+func findNamed(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
 func find(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
 	for _, o := range objs {
 		if o.GetKind() == kind {
@@ -159,9 +168,29 @@ func TestChartMatchesConfig(t *testing.T) {
 	// The ClusterRole has exactly the generated rules.
 	var role, chartRole rbacv1.ClusterRole
 	fromMap(t, readYAML(t, "../../config/rbac/role.yaml"), &role)
-	fromMap(t, find(objs, "ClusterRole").Object, &chartRole)
+	fromMap(t, findNamed(objs, "ClusterRole", "shutter-shutter-operator").Object, &chartRole)
 	if !equalJSON(role.Rules, chartRole.Rules) {
 		t.Errorf("chart rules differ from config/rbac/role.yaml:\n%v\n%v", chartRole.Rules, role.Rules)
+	}
+	// Users' roles, aggregated into the built-in ones; the lease in a
+	// namespaced Role.
+	if ed, vw := findNamed(objs, "ClusterRole", "shutter-shutter-operator-editor"), findNamed(objs, "ClusterRole", "shutter-shutter-operator-viewer"); ed == nil || vw == nil ||
+		ed.GetLabels()["rbac.authorization.k8s.io/aggregate-to-edit"] != "true" || vw.GetLabels()["rbac.authorization.k8s.io/aggregate-to-view"] != "true" {
+		t.Error("no aggregated shutter-editor/shutter-viewer roles")
+	}
+	if le := findNamed(objs, "Role", "shutter-shutter-operator-leader-election"); le == nil || le.GetNamespace() != "shutter-system" {
+		t.Error("no namespaced leader-election Role")
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, "coordination.k8s.io") {
+			t.Error("leases are in the cluster-wide role")
+		}
+	}
+	// With watchNamespace the operator's permissions are a Role there.
+	scoped := render(t, "--set", "watchNamespace=screenshots")
+	if r := findNamed(scoped, "Role", "shutter-shutter-operator"); r == nil || r.GetNamespace() != "screenshots" || findNamed(scoped, "ClusterRole", "shutter-shutter-operator") != nil ||
+		findNamed(scoped, "RoleBinding", "shutter-shutter-operator") == nil {
+		t.Error("watchNamespace did not make the operator's role a Role in that namespace")
 	}
 	// Toggles.
 	if objs := render(t, "--set", "crds.enabled=false", "--set", "rbac.create=false", "--set", "metrics.enabled=false"); find(objs, "CustomResourceDefinition") != nil ||
