@@ -97,14 +97,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	before := s.Status.DeepCopy()
-
-	generated, err := r.ensureGenerated(ctx, &s)
+	missing, err := r.reconcileChildren(ctx, &s)
 	if err != nil {
 		return ctrl.Result{}, r.failed(ctx, &s, before, err)
 	}
-	secretHash, missing, err := r.secretDigest(ctx, &s)
+	return ctrl.Result{}, r.updateStatus(ctx, &s, before, missing)
+}
+
+// reconcileChildren brings every child in line with the spec: the
+// generated Secret, the objects the spec asks for (applied), the optional
+// ones it no longer asks for (removed). It returns the referenced Secrets
+// that are missing.
+func (r *Reconciler) reconcileChildren(ctx context.Context, s *shutterv1.ScreenshotService) ([]string, error) {
+	generated, err := r.ensureGenerated(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, r.failed(ctx, &s, before, err)
+		return nil, err
+	}
+	secretHash, missing, err := r.secretDigest(ctx, s)
+	if err != nil {
+		return nil, err
 	}
 	// The generated secret is hashed from the value in hand: the cache may
 	// not show a just-created Secret yet, and the hash must not change
@@ -112,47 +123,59 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	secretHash[manifests.AuthSecretKey] = manifests.Hash(map[string]string{"v": generated[manifests.AuthSecretKey]})
 	tokens := manifests.Hash(map[string]string{"v": generated[manifests.BrowserTokenKey], "p": generated[manifests.BrowserTokenPreviousKey]})
 	secretHash[manifests.BrowserTokenKey] = tokens
-	cm := manifests.ConfigMap(&s)
+	cm := manifests.ConfigMap(s)
 	// The pods run the spec's images, else this operator's release: an
 	// operator upgrade rolls what the spec does not pin.
-	run := manifests.WithImages(&s, r.releaseImages())
+	run := manifests.WithImages(s, r.releaseImages())
 	s.Status.Images = shutterv1.Images{Server: run.Spec.Image, Browser: run.Spec.Browser.Image}
 	desired := []client.Object{
 		cm,
 		manifests.APIDeployment(run, manifests.Hash(cm.Data, secretHash)),
-		manifests.APIService(&s),
-		manifests.MetricsService(&s),
+		manifests.APIService(s),
+		manifests.MetricsService(s),
 		manifests.BrowserDeployment(run, tokens),
-		manifests.BrowserService(&s),
-		manifests.BrowserNetworkPolicy(&s),
-		manifests.APINetworkPolicy(&s),
+		manifests.BrowserService(s),
+		manifests.BrowserNetworkPolicy(s),
+		manifests.APINetworkPolicy(s),
 	}
-	for _, pdb := range manifests.PodDisruptionBudgets(&s) {
+	for _, pdb := range manifests.PodDisruptionBudgets(s) {
 		desired = append(desired, pdb)
 	}
-	if err := r.podMonitor(ctx, &s); err != nil {
-		return ctrl.Result{}, r.failed(ctx, &s, before, err)
+	optional, err := r.optionalChildren(ctx, s)
+	if err != nil {
+		return nil, err
 	}
-	hpas, drop := manifests.Autoscalers(&s)
+	for _, obj := range append(desired, optional...) {
+		if err := r.apply(ctx, obj); err != nil {
+			return nil, fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return missing, nil
+}
+
+// optionalChildren are the autoscalers and the Ingress the spec asks for;
+// those it does not ask for (any more) are removed, and so is a
+// PodMonitor, which is applied here when asked for.
+func (r *Reconciler) optionalChildren(ctx context.Context, s *shutterv1.ScreenshotService) ([]client.Object, error) {
+	if err := r.podMonitor(ctx, s); err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	hpas, drop := manifests.Autoscalers(s)
 	for _, h := range hpas {
-		desired = append(desired, h)
+		out = append(out, h)
 	}
 	for _, name := range drop {
 		if err := r.remove(ctx, &autoscalingv2.HorizontalPodAutoscaler{}, s.Namespace, name); err != nil {
-			return ctrl.Result{}, r.failed(ctx, &s, before, err)
+			return nil, err
 		}
 	}
-	if ing := manifests.Ingress(&s); ing != nil {
-		desired = append(desired, ing)
-	} else if err := r.remove(ctx, &networkingv1.Ingress{}, s.Namespace, manifests.ServiceName(&s)); err != nil {
-		return ctrl.Result{}, r.failed(ctx, &s, before, err)
+	if ing := manifests.Ingress(s); ing != nil {
+		out = append(out, ing)
+	} else if err := r.remove(ctx, &networkingv1.Ingress{}, s.Namespace, manifests.ServiceName(s)); err != nil {
+		return nil, err
 	}
-	for _, obj := range desired {
-		if err := r.apply(ctx, obj); err != nil {
-			return ctrl.Result{}, r.failed(ctx, &s, before, fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err))
-		}
-	}
-	return ctrl.Result{}, r.updateStatus(ctx, &s, before, missing)
+	return out, nil
 }
 
 // ensureGenerated creates the generated Secret once (AUTH_SECRET and

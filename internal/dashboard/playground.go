@@ -140,12 +140,22 @@ func (d *Dashboard) playground(v *visit) error {
 	}
 	res.Src = d.base(v.r) + "/v1/screenshots/take?" + raw
 	res.Curl = "curl -o screenshot '" + strings.ReplaceAll(res.Src, "'", "'\\''") + "'"
+	if err := d.take(v.r, raw, res); err != nil {
+		return err
+	}
+	data.Result = res
+	return d.render(v, "playground", pg)
+}
+
+// take sends the query to the API as a request of its own and keeps the
+// answer in res: the image as a data: URL, or the error as the API wrote it.
+func (d *Dashboard) take(r *http.Request, raw string, res *result) error {
 	rec := &recorder{header: http.Header{}}
-	req, err := http.NewRequestWithContext(v.r.Context(), http.MethodGet, "/v1/screenshots/take?"+raw, nil)
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "/v1/screenshots/take?"+raw, nil)
 	if err != nil {
 		return err
 	}
-	req.RemoteAddr, req.Host = v.r.RemoteAddr, v.r.Host
+	req.RemoteAddr, req.Host = r.RemoteAddr, r.Host
 	d.API.ServeHTTP(rec, req)
 	res.Status, res.ContentType, res.Bytes = rec.status, rec.header.Get("Content-Type"), rec.body.Len()
 	switch {
@@ -156,8 +166,7 @@ func (d *Dashboard) playground(v *visit) error {
 	default:
 		res.Error = rec.body.String()
 	}
-	data.Result = res
-	return d.render(v, "playground", pg)
+	return nil
 }
 
 // recorder keeps the API's answer to the playground's request.
