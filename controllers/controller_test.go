@@ -590,13 +590,8 @@ func TestIngressFollowsTheSpec(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "drop spec.ingress", func() error {
-		cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
-		if err != nil {
-			return err
-		}
+	updateService(t, c, ns, "shots", func(cur *shutterv1.ScreenshotService) {
 		cur.Spec.Ingress = nil
-		return c.client.Update(ctx, cur)
 	})
 	eventually(t, "ingress gone", func() error {
 		if _, err := get(c, ns, "shots", &networkingv1.Ingress{}); err == nil {
@@ -736,13 +731,8 @@ func TestAutoscalerOwnsReplicas(t *testing.T) {
 			t.Fatalf("after a reconcile the autoscaler's 5 became %v", d.Spec.Replicas)
 		}
 	}
-	eventually(t, "autoscaling off", func() error {
-		cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
-		if err != nil {
-			return err
-		}
+	updateService(t, c, ns, "shots", func(cur *shutterv1.ScreenshotService) {
 		cur.Spec.Autoscaling.API = nil
-		return c.client.Update(ctx, cur)
 	})
 	eventually(t, "hpa gone, replicas back to the spec", func() error {
 		if _, err := get(c, ns, "shots-api", &autoscalingv2.HorizontalPodAutoscaler{}); err == nil {
@@ -807,13 +797,8 @@ func TestPodMonitorWhenTheCRDExists(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "monitoring off", func() error {
-		cur, err := get(c, ns, "shots", &shutterv1.ScreenshotService{})
-		if err != nil {
-			return err
-		}
+	updateService(t, c, ns, "shots", func(cur *shutterv1.ScreenshotService) {
 		cur.Spec.Monitoring.PodMonitor = false
-		return c.client.Update(ctx, cur)
 	})
 	eventually(t, "PodMonitor gone", func() error {
 		pm := &unstructured.Unstructured{}
@@ -870,4 +855,18 @@ func TestUnrelatedSecretsStayOutOfMemory(t *testing.T) {
 	if grew := int64(heap()) - int64(before); grew > 5<<20 {
 		t.Errorf("the heap grew by %d MiB with 10 MiB of unrelated Secrets", grew>>20)
 	}
+}
+
+// updateService changes a ScreenshotService, retrying on conflicts with
+// the operator's status writes.
+func updateService(t *testing.T, c *cluster, ns, name string, mutate func(*shutterv1.ScreenshotService)) {
+	t.Helper()
+	eventually(t, "update "+name, func() error {
+		cur, err := get(c, ns, name, &shutterv1.ScreenshotService{})
+		if err != nil {
+			return err
+		}
+		mutate(cur)
+		return c.client.Update(context.Background(), cur)
+	})
 }

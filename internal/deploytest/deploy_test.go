@@ -205,20 +205,7 @@ func TestChartMatchesConfig(t *testing.T) {
 // TestRenderedManifestsAreAccepted applies every rendered object to a real
 // kube-apiserver with server-side dry-run.
 func TestRenderedManifestsAreAccepted(t *testing.T) {
-	env := &envtest.Environment{BinaryAssetsDirectory: testenv.KubeAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	utilruntime.Must(shutterv1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := apiserver(t)
 	ctx := context.Background()
 	for _, ns := range []string{"shutter-system", "screenshots"} {
 		ensure(t, c, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
@@ -515,12 +502,7 @@ func TestNoLatestImages(t *testing.T) {
 // its CRD it could not be installed), upgrades the platform and uninstalls
 // both.
 func TestHelmInstallOperatorThenPlatform(t *testing.T) {
-	env := &envtest.Environment{BinaryAssetsDirectory: testenv.KubeAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	env, c := apiserver(t)
 	user, err := env.ControlPlane.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -531,13 +513,6 @@ func TestHelmInstallOperatorThenPlatform(t *testing.T) {
 	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(shutterv1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
 		t.Fatal(err)
 	}
 	helmDo := func(args ...string) {
@@ -647,4 +622,25 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		t.Fatalf("only %d metric names found", len(out))
 	}
 	return out
+}
+
+// apiserver starts a kube-apiserver of its own for the test and a client
+// that knows the project's types.
+func apiserver(t *testing.T) (*envtest.Environment, client.Client) {
+	t.Helper()
+	env := &envtest.Environment{BinaryAssetsDirectory: testenv.KubeAssets(t)}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Stop() })
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	utilruntime.Must(shutterv1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, c
 }
