@@ -227,6 +227,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		`shutter_http_requests_total{route="/v1/screenshots/take",status="429"} 1`,
 		`shutter_render_duration_seconds_count{format="jpeg"} 3`,
 		`shutter_renders_completed_total 5`,
+		`shutter_render_phase_seconds_count{phase="capture"} 5`,
 		`shutter_refusals_total{reason="rate_limit"} 1`,
 		`shutter_refusals_total{reason="queue_full"} 1`,
 		`shutter_cache_requests_total{result="hit"} 1`,

@@ -232,6 +232,7 @@ func (m *Main) startBrowsers(ctx, bg context.Context, mx *metrics.Metrics) (err 
 		Local: cfg.LocalBrowsers, URLs: cfg.BrowserURLs, BrowserTokens: browserTokens(cfg),
 		Timeout: cfg.ScreenshotTimeout, LoadTimeout: cfg.PageLoadTimeout, IdleTime: cfg.NetworkIdle,
 		OnBlocked: func(category string) { mx.Blocked.WithLabelValues(category).Inc() },
+		OnPhase:   func(phase string, d time.Duration) { mx.RenderPhase.WithLabelValues(phase).Observe(d.Seconds()) },
 		Content:   content,
 		Consent:   m.consent,
 	}

@@ -274,3 +274,38 @@ func BenchmarkBlocking(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 	})
 }
+
+// BenchmarkRenderPhases is the breakdown of a guarded render (outbound
+// policy and per-render proxy on) of the benchmark page, 1280×720 PNG:
+// the p50 of each phase as OnPhase (shutter_render_phase_seconds) sees it.
+func BenchmarkRenderPhases(b *testing.B) {
+	path := testenv.Chrome(b)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, benchPage)
+	}))
+	defer site.Close()
+	var mu sync.Mutex
+	phases := map[string][]time.Duration{}
+	guard := &netguard.Guard{AllowNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	p, err := startPool(Config{ExecPath: path, Timeout: 30 * time.Second, Outbound: &netguard.Proxy{Guard: guard},
+		Check: func(u string) error { return guard.CheckRequest(context.Background(), u) },
+		OnPhase: func(phase string, d time.Duration) {
+			mu.Lock()
+			phases[phase] = append(phases[phase], d)
+			mu.Unlock()
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := opts(b, site.URL, "format", "png", "width", "1280", "height", "720")
+	measure(b, "phases/png/c1", 1, func() error { _, err := p.Render(context.Background(), o); return err })
+	for _, name := range []string{"open", "setup", "navigate", "wait", "capture"} {
+		l := phases[name]
+		if len(l) == 0 {
+			continue
+		}
+		slices.Sort(l)
+		b.ReportMetric(float64(l[len(l)/2].Microseconds())/1000, name+"-p50-ms")
+	}
+}

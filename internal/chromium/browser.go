@@ -34,6 +34,7 @@ type conn struct {
 	desktopUA string
 	mobileUA  string
 	pid       int
+	spares    spares // the tab opened ahead for the next render
 }
 
 // browser is one long-lived browser: local (launched by the pool) or remote

@@ -56,6 +56,11 @@ type Config struct {
 	// Check, when set, decides for every request that the browser makes
 	// whether it may go out; a refusal fails the request in the browser.
 	Check func(url string) error
+	// OnPhase, when set, is told how long each phase of a render took, as
+	// each ends (a render that fails is told up to its failure): open (proxy, browser context, tab), setup (emulation,
+	// interception, scripts), navigate (to the load event), wait (the
+	// waits and interactions after it), capture (image or PDF, decoded).
+	OnPhase func(phase string, d time.Duration)
 	// OnBlocked, when set, is told the category of every request blocked in
 	// the browser: block_requests, block_resources, outbound_policy,
 	// key_domains, or a content-filter category (ads, trackers, cookies).

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
@@ -20,7 +19,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/shutterhq/shutter/internal/screenshot"
@@ -105,10 +103,12 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	if o.BlockCookieBanners && p.cfg.Consent != nil {
 		st.consent = &consentState{changed: make(chan struct{})}
 	}
+	clock := p.phases()
 	rctx, rcancel, done, err := p.openTab(ctx, c, o, st)
 	if err != nil {
 		return nil, err
 	}
+	clock("open")
 	defer done()
 	defer p.logBlocked(ctx, st)
 	if err := chromedp.Listen(rctx, p.events(rctx, rcancel, st, o)); err != nil {
@@ -125,15 +125,25 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		}
 		return nil, fmt.Errorf("set up page: %w", err)
 	}
+	clock("setup")
 	for _, step := range p.steps(o, st) {
 		if err := chromedp.Do(rctx, chromedp.Func(step.run)); err != nil {
 			return nil, p.stepFailed(ctx, rctx, st, step.name, err)
 		}
+		if step.name == "navigate" {
+			clock("navigate")
+			// The next render's tab is opened while this one waits and
+			// captures: not during its set-up and navigation, which it
+			// would slow.
+			p.prepare(c)
+		}
 	}
+	clock("wait")
 	out, err := chromedp.Run(rctx, output(o))
 	if err != nil {
 		return nil, p.stepFailed(ctx, rctx, st, "capture", err)
 	}
+	clock("capture")
 	// A navigation that was refused after the load (a script or a meta
 	// refresh) leaves an error page: that is not the page that was asked for.
 	if blocked := st.mainBlocked(); blocked != nil {
@@ -142,50 +152,61 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	return &screenshot.Image{Data: out.data, Format: o.Format, Truncated: out.truncated}, nil
 }
 
-// openTab opens the render's proxy (with the outbound policy), its own
-// browser context and tab, and refuses downloads in it. done disposes of
-// it all after the image is returned: the browser's disposal is not the
-// client's wait (Close waits for it).
+// phases returns a clock that tells OnPhase the time since its last tick.
+func (p *Pool) phases() func(phase string) {
+	if p.cfg.OnPhase == nil {
+		return func(string) {}
+	}
+	last := time.Now()
+	return func(phase string) {
+		now := time.Now()
+		p.cfg.OnPhase(phase, now.Sub(last))
+		last = now
+	}
+}
+
+// openTab gives the render its own browser context and tab: the spare
+// opened ahead (while the previous render waited and captured; a spare
+// still being opened is waited for) when there is one, else one opened
+// now — each with its own proxy session under the outbound policy and
+// downloads refused.
+// done disposes of it all after the image is returned: the browser's
+// disposal is not the client's wait (Close waits for it).
 func (p *Pool) openTab(ctx context.Context, c *conn, o *screenshot.Options, st *tab) (rctx context.Context, rcancel context.CancelCauseFunc, done func(), err error) {
-	var contextOpts []chromedp.CreateBrowserContextOption
-	closeProxy := func() {}
-	if p.cfg.Outbound != nil {
-		ps, err := p.cfg.Outbound.Open(func(host string, err error) { p.proxyRefused(st, o, host, err) })
-		if err != nil {
+	sp := c.spares.take(ctx)
+	fresh := sp == nil
+	if fresh {
+		if sp, err = p.newSpare(c); err != nil {
 			return nil, nil, nil, err
 		}
-		closeProxy = ps.Close
-		st.proxyUser, st.proxyPassword = ps.User, ps.Password
-		contextOpts = append(contextOpts, func(params *target.CreateBrowserContextParams) {
-			params.ProxyServer = ps.URL
-			params.ProxyBypassList = "<-loopback>" // loopback goes through the proxy too
-		})
 	}
-	tctx, tcancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext(contextOpts...))
+	if fresh {
+		// The first render of a browser (or one after a failed spare)
+		// starts the chain at once.
+		defer p.prepare(c)
+	}
+	refuse := func(host string, err error) { p.proxyRefused(st, o, host, err) }
+	sp.refuse.Store(&refuse)
 	p.jobs.Add(1)
-	rctx, rcancel = context.WithCancelCause(tctx)
+	rctx, rcancel = context.WithCancelCause(sp.tctx)
 	stop := context.AfterFunc(ctx, func() { rcancel(context.Cause(ctx)) })
 	done = func() {
 		stop()
 		rcancel(nil)
 		go func() {
-			tcancel()
-			closeProxy()
+			sp.dispose()
 			p.jobs.Done()
 		}()
 	}
-	if err := chromedp.Do(rctx); err != nil { // creates the browser context and the tab
+	err = rctx.Err() // a spare whose browser went while it waited
+	if fresh {
+		err = sp.open(rctx) // under the request's deadline
+	}
+	if err != nil {
 		done()
 		return nil, nil, nil, fmt.Errorf("open tab: %w", err)
 	}
-	cc := chromedp.FromContext(rctx)
-	st.mainFrame = cdp.FrameID(cc.Target.TargetID)
-	// Downloads are refused: nothing a page offers is written to disk.
-	if _, err := chromedp.CallBrowser(rctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: cc.BrowserContextID}); err != nil {
-		done()
-		return nil, nil, nil, fmt.Errorf("deny downloads: %w", err)
-	}
+	st.proxyUser, st.proxyPassword, st.mainFrame = sp.user, sp.pass, sp.mainFrame
 	return rctx, rcancel, done, nil
 }
 

@@ -20,6 +20,7 @@ type Metrics struct {
 	CacheRequests   *prometheus.CounterVec   // result: hit | miss | error
 	Blocked         *prometheus.CounterVec   // category
 	Refusals        *prometheus.CounterVec   // reason: rate_limit | quota | queue_full
+	RenderPhase     *prometheus.HistogramVec // phase: open | setup | navigate | wait | capture
 }
 
 // New registers the collectors, the Go runtime and process collectors
@@ -45,11 +46,15 @@ func New() *Metrics {
 		Blocked: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shutter_blocked_requests_total", Help: "Requests of rendered pages blocked in the browser, by category.",
 		}, []string{"category"}),
+		RenderPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shutter_render_phase_seconds", Help: "Duration of each phase of a render: open (proxy, browser context, tab), setup, navigate (to the load event), wait, capture.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .2, .5, 1, 2, 5, 10, 30},
+		}, []string{"phase"}),
 		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shutter_refusals_total", Help: "Screenshot requests refused for capacity or limits, by reason.",
 		}, []string{"reason"}),
 	}
-	r.MustRegister(m.Requests, m.RequestDuration, m.RenderDuration, m.CacheRequests, m.Blocked, m.Refusals,
+	r.MustRegister(m.Requests, m.RequestDuration, m.RenderDuration, m.CacheRequests, m.Blocked, m.Refusals, m.RenderPhase,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
