@@ -122,6 +122,7 @@ func (b *browser) supervise(ctx context.Context, changed func()) {
 		select {
 		case <-ctx.Done():
 			b.set(nil)
+			c.spares.stop()
 			c.stop()
 			changed()
 			return
@@ -130,6 +131,7 @@ func (b *browser) supervise(ctx context.Context, changed func()) {
 		b.set(nil)
 		changed()
 		b.log.WarnContext(ctx, "browser lost; restarting", "browser", b.name)
+		c.spares.stop()
 		c.stop()
 	}
 }
