@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,6 +86,148 @@ func measure(b *testing.B, name string, conc int, shot func() error) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "shots/s")
 	b.ReportMetric(0, "ns/op")
 	benchResults.Store(name, p(0.50))
+	benchThroughput.Store(name, float64(len(lat))/elapsed.Seconds())
+}
+
+// benchThroughput keeps each variant's shots per second.
+var benchThroughput sync.Map // name → float64
+
+// interleave runs b.N rounds in which each variant takes one shot, in a
+// rotating order, and reports each variant's p50 and p95 and its p50 as a
+// ratio of raw's.
+func interleave(b *testing.B, suffix string, variants map[string]func() error) {
+	b.Helper()
+	names := slices.Sorted(maps.Keys(variants))
+	lat := map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range names {
+			name := names[(i+j)%len(names)]
+			t0 := time.Now()
+			if err := variants[name](); err != nil {
+				b.Fatal(name, err)
+			}
+			lat[name] = append(lat[name], time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	p50 := map[string]time.Duration{}
+	for _, name := range names {
+		l := lat[name]
+		slices.Sort(l)
+		p50[name] = l[len(l)/2]
+		b.ReportMetric(float64(p50[name].Microseconds())/1000, name+"-p50-ms")
+		benchResults.Store(name+"/"+suffix, p50[name])
+		benchTail.Store(name+"/"+suffix, l[min(len(l)-1, len(l)*95/100)])
+	}
+	for _, name := range names {
+		if name != "raw" {
+			b.ReportMetric(float64(p50[name])/float64(p50["raw"]), name+"/raw")
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// benchTail keeps the p95 of the interleaved variants.
+var benchTail sync.Map
+
+// printTable prints the run as one table: each row's figures and its
+// ratio to raw's (p50 at concurrency 1, where less is better; shots per
+// second at 4 and 10, where more is).
+func printTable() {
+	fmt.Println()
+	fmt.Printf("%-26s %10s %10s %10s %12s\n", "variant", "p50 ms", "p95 ms", "shots/s", "÷ raw")
+	for _, format := range []string{"png", "jpeg"} {
+		for _, v := range []string{"raw", "shutter", "guarded"} {
+			name := v + "/" + format + "/c1"
+			p50, ok := benchResults.Load(name)
+			if !ok {
+				continue
+			}
+			raw, _ := benchResults.Load("raw/" + format + "/c1")
+			tail, _ := benchTail.Load(name)
+			fmt.Printf("%-26s %10.1f %10.1f %10s %12.3f\n", name, ms(p50), ms(tail), "", float64(p50.(time.Duration))/float64(raw.(time.Duration)))
+		}
+		for _, conc := range []string{"c4", "c10"} {
+			for _, v := range []string{"raw", "shutter", "guarded"} {
+				name := v + "/" + format + "/" + conc
+				tput, ok := benchThroughput.Load(name)
+				if !ok {
+					continue
+				}
+				raw, _ := benchThroughput.Load("raw/" + format + "/" + conc)
+				p50, _ := benchResults.Load(name)
+				fmt.Printf("%-26s %10.1f %10s %10.2f %12.3f\n", name, ms(p50), "", tput.(float64), tput.(float64)/raw.(float64))
+			}
+		}
+		if pss, ok := benchResults.Load("pss/" + format + "/c10"); ok {
+			fmt.Printf("%-26s %10s %10s %10s %9.0f MiB\n", "guarded/"+format+"/c10 PSS", "", "", "", float64(pss.(time.Duration))/(1<<20))
+		}
+	}
+}
+
+func ms(v any) float64 {
+	d, _ := v.(time.Duration)
+	return float64(d.Microseconds()) / 1000
+}
+
+// browserPSS is the proportional set size of every browser process of the
+// pool: each browser's process and its descendants.
+func browserPSS(p *Pool) int64 {
+	var total int64
+	for _, b := range p.list() {
+		if c := b.current(); c != nil && c.pid > 0 {
+			for _, pid := range descendants(c.pid) {
+				total += pssOf(pid)
+			}
+		}
+	}
+	return total
+}
+
+// descendants is pid and every process below it, from /proc.
+func descendants(root int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The parent is the second field after the command's ")".
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 {
+			parent[pid], _ = strconv.Atoi(f[1])
+		}
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		for pid, pp := range parent {
+			if pp == out[i] {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// pssOf is a process's proportional set size in bytes.
+func pssOf(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // BenchmarkRender compares Shutter's render (fresh browser context, emulation,
@@ -121,10 +265,19 @@ func BenchmarkRender(b *testing.B) {
 	}
 	rawCtx := raw.list()[0].current().ctx
 
-	slots := []int{1, 10}
 	for _, format := range []string{"png", "jpeg"} {
 		o := opts(b, site.URL, "format", format, "width", "1280", "height", "720")
-		for _, conc := range slots {
+		// One at a time, interleaved: raw, Shutter and guarded shots take
+		// turns, so that the machine's drift hits the three alike.
+		suffix := format + "/c1"
+		b.Run("interleaved/"+suffix, func(b *testing.B) {
+			interleave(b, suffix, map[string]func() error{
+				"raw":     func() error { return rawShot(rawCtx, site.URL, format, false) },
+				"shutter": func() error { _, err := p.Render(context.Background(), o); return err },
+				"guarded": func() error { _, err := guarded.Render(context.Background(), o); return err },
+			})
+		})
+		for _, conc := range []int{4, 10} {
 			suffix := format + "/c" + strconv.Itoa(conc)
 			b.Run("raw/"+suffix, func(b *testing.B) {
 				measure(b, "raw/"+suffix, conc, func() error { return rawShot(rawCtx, site.URL, format, false) })
@@ -140,14 +293,21 @@ func BenchmarkRender(b *testing.B) {
 					_, err := guarded.Render(context.Background(), o)
 					return err
 				})
+				if conc == 10 {
+					// Memory at full load: this process (the pool, the
+					// proxies) and every browser process, proportional set.
+					pss := pssOf(os.Getpid()) + browserPSS(guarded)
+					b.ReportMetric(float64(pss)/(1<<20), "pss-MiB")
+					benchResults.Store("pss/"+suffix, time.Duration(pss))
+				}
 			})
 			b.Run("ratio/"+suffix, func(b *testing.B) {
-				r, ok1 := benchResults.Load("raw/" + suffix)
-				s, ok2 := benchResults.Load("shutter/" + suffix)
-				g, ok3 := benchResults.Load("guarded/" + suffix)
+				r, ok1 := benchThroughput.Load("raw/" + suffix)
+				s, ok2 := benchThroughput.Load("shutter/" + suffix)
+				g, ok3 := benchThroughput.Load("guarded/" + suffix)
 				if ok1 && ok2 && ok3 {
-					b.ReportMetric(float64(s.(time.Duration))/float64(r.(time.Duration)), "p50-shutter/raw")
-					b.ReportMetric(float64(g.(time.Duration))/float64(r.(time.Duration)), "p50-guarded/raw")
+					b.ReportMetric(s.(float64)/r.(float64), "shots/s-shutter/raw")
+					b.ReportMetric(g.(float64)/r.(float64), "shots/s-guarded/raw")
 					b.ReportMetric(0, "ns/op")
 				}
 			})
@@ -168,6 +328,7 @@ func BenchmarkRender(b *testing.B) {
 			measure(b, "shutter/thumb320-"+format+"/c1", 1, func() error { _, err := p.Render(context.Background(), thumb); return err })
 		})
 	}
+	b.Run("table", func(b *testing.B) { printTable(); b.ReportMetric(0, "ns/op") })
 	b.Run("ratio/fullpage-thumb", func(b *testing.B) {
 		r, ok1 := benchResults.Load("raw/fullpage-png/c1")
 		s, ok2 := benchResults.Load("shutter/fullpage-png/c1")
