@@ -28,6 +28,11 @@ K8S_STAGING := api apiextensions-apiserver apimachinery apiserver cli-runtime cl
 	sample-apiserver streaming
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+BENCHSTAT := $(CACHE_DIR)/benchstat-$(BENCHSTAT_VERSION)/benchstat
+# The saved render benchmark this machine compares against (not committed:
+# figures belong to the machine that made them).
+BENCH_BASELINE ?= $(CACHE_DIR)/bench/render-baseline.txt
 HELM_VERSION := v3.22.0
 HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 export HELM
@@ -230,8 +235,22 @@ fuzz: ## Run each fuzz target for FUZZTIME (a failure fails the target).
 		echo "$$out" | tail -1; \
 	done
 
+$(BENCHSTAT):
+	@echo ">> building benchstat into $(@D)"
+	GOBIN=$(@D) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+
+.PHONY: bench-baseline bench-compare
+bench-baseline: test-deps ## Save this machine's render benchmark (6 runs) as the baseline of bench-compare.
+	@mkdir -p $(dir $(BENCH_BASELINE))
+	$(GO) test -run '^$$' -bench 'Render$$|RenderPhases' -benchtime 20x -count 6 -timeout 60m ./internal/chromium | tee $(BENCH_BASELINE)
+
+bench-compare: test-deps $(BENCHSTAT) ## Run the render benchmark (6 runs) and compare it with the saved baseline (benchstat).
+	@test -f $(BENCH_BASELINE) || { echo "no baseline: run make bench-baseline first (on this code, this machine)"; exit 1; }
+	$(GO) test -run '^$$' -bench 'Render$$|RenderPhases' -benchtime 20x -count 6 -timeout 60m ./internal/chromium | tee $(CACHE_DIR)/bench/render-new.txt
+	$(BENCHSTAT) $(BENCH_BASELINE) $(CACHE_DIR)/bench/render-new.txt
+
 .PHONY: bench
-bench: test-deps ## Render benchmarks next to a raw chromedp baseline; cache hits; parser.
+bench: test-deps ## Render benchmarks next to a raw chromedp baseline (one table with the ratio to raw); cache hits; parser.
 	$(GO) test -run '^$$' -bench . -benchtime 40x -timeout 30m ./internal/chromium
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/httpapi ./internal/embedded ./internal/s3store
 	$(GO) test -run '^$$' -bench . ./internal/screenshot ./internal/blocking
