@@ -20,6 +20,7 @@ import (
 
 	"github.com/shutterhq/shutter/internal/account"
 	"github.com/shutterhq/shutter/internal/health"
+	"github.com/shutterhq/shutter/internal/httpapi"
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
@@ -288,14 +289,11 @@ func (d *Dashboard) fail(v *visit, status int, msg string) {
 	}
 }
 
-// failErr renders an error of the domain with its status.
+// failErr renders an error of the domain with the status the API gives it
+// (the one table); a 500's detail goes to the log only.
 func (d *Dashboard) failErr(v *visit, err error) {
-	status := map[screenshot.Code]int{
-		screenshot.EINVALID: 400, screenshot.EUNPROCESSABLE: 422, screenshot.ENOTFOUND: 404, screenshot.EFORBIDDEN: 403,
-		screenshot.ECONFLICT: 409, screenshot.ERATELIMIT: 429, screenshot.EUNAUTHENTICATED: 401, screenshot.EUNAVAILABLE: 503,
-	}[screenshot.ErrorCode(err)]
-	if status == 0 {
-		status = http.StatusInternalServerError
+	status := httpapi.Status(err)
+	if status >= 500 {
 		d.Log.ErrorContext(v.r.Context(), "dashboard", "path", v.r.URL.Path, "err", err)
 	}
 	d.fail(v, status, screenshot.ErrorMessage(err))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shutterhq/shutter/internal/account"
+	"github.com/shutterhq/shutter/internal/httpapi"
 	"github.com/shutterhq/shutter/internal/screenshot"
 )
 
@@ -36,9 +37,9 @@ func (d *Dashboard) signUpPage(v *visit) error {
 }
 
 func (d *Dashboard) signIn(v *visit) error {
-	_, token, err := d.Accounts.SignIn(v.r.Context(), v.r.PostFormValue("email"), v.r.PostFormValue("password"), clientAddr(v.r))
+	_, token, err := d.Accounts.SignIn(v.r.Context(), v.r.PostFormValue("email"), v.r.PostFormValue("password"), httpapi.ClientAddr(v.r))
 	if err != nil {
-		return d.render(v, "signin", page{Title: "Sign in", Error: screenshot.ErrorMessage(err), Data: d.authData(v), Status: statusOf(err)})
+		return d.render(v, "signin", page{Title: "Sign in", Error: screenshot.ErrorMessage(err), Data: d.authData(v), Status: httpapi.Status(err)})
 	}
 	d.setSession(v.w, token)
 	http.Redirect(v.w, v.r, localNext(v.r.PostFormValue("next")), http.StatusSeeOther)
@@ -51,35 +52,11 @@ func (d *Dashboard) signUp(v *visit) error {
 	}
 	_, token, err := d.Accounts.SignUp(v.r.Context(), v.r.PostFormValue("email"), v.r.PostFormValue("password"))
 	if err != nil {
-		return d.render(v, "signup", page{Title: "Sign up", Error: screenshot.ErrorMessage(err), Data: d.authData(v), Status: statusOf(err)})
+		return d.render(v, "signup", page{Title: "Sign up", Error: screenshot.ErrorMessage(err), Data: d.authData(v), Status: httpapi.Status(err)})
 	}
 	d.setSession(v.w, token)
 	http.Redirect(v.w, v.r, Prefix+"/", http.StatusSeeOther)
 	return nil
-}
-
-func statusOf(err error) int {
-	switch screenshot.ErrorCode(err) {
-	case screenshot.EUNAUTHENTICATED:
-		return 401
-	case screenshot.EFORBIDDEN:
-		return 403
-	case screenshot.ECONFLICT:
-		return 409
-	case screenshot.ERATELIMIT:
-		return 429
-	case screenshot.EUNPROCESSABLE:
-		return 422
-	}
-	return 400
-}
-
-func clientAddr(r *http.Request) string {
-	host := r.RemoteAddr
-	if i := strings.LastIndexByte(host, ':'); i > 0 {
-		host = host[:i]
-	}
-	return strings.Trim(host, "[]")
 }
 
 func (d *Dashboard) signOut(v *visit) error {
@@ -110,7 +87,7 @@ func (d *Dashboard) changePassword(v *visit) error {
 		return d.render(v, "account", page{Title: "Account", Nav: "account", Error: "The two new passwords differ.", Status: 422})
 	}
 	if err := d.Accounts.ChangePassword(v.r.Context(), v.user, f("current_password"), f("new_password"), v.session); err != nil {
-		return d.render(v, "account", page{Title: "Account", Nav: "account", Error: screenshot.ErrorMessage(err), Status: statusOf(err)})
+		return d.render(v, "account", page{Title: "Account", Nav: "account", Error: screenshot.ErrorMessage(err), Status: httpapi.Status(err)})
 	}
 	return v.back("/account", "password")
 }
@@ -188,7 +165,7 @@ func (d *Dashboard) createKey(v *visit) error {
 	c, err := d.Accounts.CreateKey(v.r.Context(), n)
 	if err != nil {
 		rows, _ := d.keyRows(v)
-		return d.render(v, "keys", page{Title: "API keys", Nav: "keys", Error: screenshot.ErrorMessage(err), Status: statusOf(err),
+		return d.render(v, "keys", page{Title: "API keys", Nav: "keys", Error: screenshot.ErrorMessage(err), Status: httpapi.Status(err),
 			Data: keysData{Keys: rows}})
 	}
 	return d.render(v, "created", page{Title: "Key created", Nav: "keys", Data: c})
@@ -261,7 +238,7 @@ func (d *Dashboard) updateKey(v *visit) error {
 	if err != nil {
 		data, _ := d.keyDetail(v, k)
 		data.Domains = f("domains")
-		return d.render(v, "key", page{Title: "Key " + k.Name, Nav: "keys", Error: screenshot.ErrorMessage(err), Status: statusOf(err), Data: data})
+		return d.render(v, "key", page{Title: "Key " + k.Name, Nav: "keys", Error: screenshot.ErrorMessage(err), Status: httpapi.Status(err), Data: data})
 	}
 	return v.back("/keys/"+k.ID, "updated")
 }
@@ -376,7 +353,7 @@ func (d *Dashboard) createToken(v *visit) error {
 	secret, _, err := d.Accounts.CreateToken(v.r.Context(), v.user, strings.TrimSpace(v.r.PostFormValue("name")), exp)
 	ts, _ := d.Accounts.Store.ListTokens(v.r.Context(), v.user.ID)
 	if err != nil {
-		return d.render(v, "tokens", page{Title: "Access tokens", Nav: "tokens", Error: screenshot.ErrorMessage(err), Status: statusOf(err),
+		return d.render(v, "tokens", page{Title: "Access tokens", Nav: "tokens", Error: screenshot.ErrorMessage(err), Status: httpapi.Status(err),
 			Data: tokensData{Tokens: ts}})
 	}
 	return d.render(v, "tokens", page{Title: "Access tokens", Nav: "tokens", Data: tokensData{Tokens: ts, Created: secret}})
@@ -411,7 +388,7 @@ func (d *Dashboard) inviteUser(v *visit) error {
 	}
 	if err != nil {
 		us, _ := d.Accounts.Store.ListUsers(v.r.Context())
-		return d.render(v, "users", page{Title: "Users", Nav: "users", Error: screenshot.ErrorMessage(err), Status: statusOf(err), Data: us})
+		return d.render(v, "users", page{Title: "Users", Nav: "users", Error: screenshot.ErrorMessage(err), Status: httpapi.Status(err), Data: us})
 	}
 	return v.back("/admin/users", "invited")
 }

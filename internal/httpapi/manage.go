@@ -194,9 +194,9 @@ func jsonKind(k string) string {
 	return "of another type"
 }
 
-// clientAddr is the address the request came from (the connection's peer:
+// ClientAddr is the address the request came from (the connection's peer:
 // forwarded headers are not trusted).
-func clientAddr(r *http.Request) string {
+func ClientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
@@ -250,7 +250,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &c); err != nil {
 		return err
 	}
-	u, token, err := s.Accounts.SignIn(r.Context(), c.Email, c.Password, clientAddr(r))
+	u, token, err := s.Accounts.SignIn(r.Context(), c.Email, c.Password, ClientAddr(r))
 	if err != nil {
 		return err
 	}

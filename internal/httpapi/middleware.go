@@ -140,6 +140,15 @@ var statusOf = map[screenshot.Code]int{
 	screenshot.ETOOLARGE:        http.StatusRequestEntityTooLarge,
 }
 
+// Status is the HTTP status of an error: the one table's, and 500 for a
+// code without a status (our bug) or an error without a code.
+func Status(err error) int {
+	if status, ok := statusOf[screenshot.ErrorCode(err)]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
+}
+
 // ErrorBody is the JSON body of every failed request.
 type ErrorBody struct {
 	Error     string `json:"error"`
@@ -149,14 +158,10 @@ type ErrorBody struct {
 // writeError answers with the error object. The client gets the safe
 // message; the log gets the whole chain.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code := screenshot.ErrorCode(err)
 	if errors.Is(err, screenshot.ErrQuotaExhausted) {
 		reqInfo(r.Context()).refused = true
 	}
-	status, ok := statusOf[code]
-	if !ok {
-		status = http.StatusInternalServerError // a code without a status is our bug
-	}
+	status := Status(err)
 	id := RequestID(r.Context())
 	var se *screenshot.Error
 	coded := errors.As(err, &se)
