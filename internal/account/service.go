@@ -398,3 +398,45 @@ func (s *Service) SignInExternal(ctx context.Context, email string) (*User, stri
 	}
 	return s.startSession(ctx, u)
 }
+
+// ParseRole reads a role; "" is def (and an error when def is "").
+func ParseRole(s string, def Role) (Role, error) {
+	r := Role(s)
+	if r == "" {
+		r = def
+	}
+	if r != RoleAdmin && r != RoleMember {
+		return "", unprocessable("role", "must be admin or member")
+	}
+	return r, nil
+}
+
+// Invite makes an account without a password: its owner sets one by
+// signing up with that email (under SIGNUP=invite or open), or signs in
+// through the identity provider.
+func (s *Service) Invite(ctx context.Context, email string, role Role) (*User, error) {
+	email = NormalizeEmail(email)
+	if !ValidEmail(email) {
+		return nil, unprocessable("email", "not an email address")
+	}
+	u := &User{ID: NewID("usr"), Email: email, Role: role, CreatedAt: time.Now().UTC()}
+	if err := s.Store.CreateUser(ctx, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// ChangeUser is an admin's change to a user: nobody demotes or disables
+// themselves (another admin can), and disabling ends the user's sessions.
+func (s *Service) ChangeUser(ctx context.Context, by *User, id string, u UserUpdate) error {
+	if id == by.ID && (u.Role != nil && *u.Role != RoleAdmin || u.Disabled != nil && *u.Disabled) {
+		return screenshot.Errorf(screenshot.ECONFLICT, "you cannot demote or disable yourself; another admin can")
+	}
+	if err := s.Store.UpdateUser(ctx, id, u); err != nil {
+		return err
+	}
+	if u.Disabled != nil && *u.Disabled {
+		return s.Store.DeleteUserSessions(ctx, id)
+	}
+	return nil
+}

@@ -375,16 +375,9 @@ func (d *Dashboard) usersPage(v *visit) error {
 }
 
 func (d *Dashboard) inviteUser(v *visit) error {
-	email := account.NormalizeEmail(v.r.PostFormValue("email"))
-	role := account.Role(v.r.PostFormValue("role"))
-	var err error
-	switch {
-	case !account.ValidEmail(email):
-		err = screenshot.Errorf(screenshot.EUNPROCESSABLE, "email: not an email address")
-	case role != account.RoleAdmin && role != account.RoleMember:
-		err = screenshot.Errorf(screenshot.EUNPROCESSABLE, "role: must be admin or member")
-	default:
-		err = d.Accounts.Store.CreateUser(v.r.Context(), &account.User{ID: account.NewID("usr"), Email: email, Role: role, CreatedAt: time.Now().UTC()})
+	role, err := account.ParseRole(v.r.PostFormValue("role"), "")
+	if err == nil {
+		_, err = d.Accounts.Invite(v.r.Context(), v.r.PostFormValue("email"), role)
 	}
 	if err != nil {
 		us, _ := d.Accounts.Store.ListUsers(v.r.Context())
@@ -395,20 +388,13 @@ func (d *Dashboard) inviteUser(v *visit) error {
 
 func (d *Dashboard) updateUser(v *visit) error {
 	id := v.p.ByName("id")
-	role, disabled := account.Role(v.r.PostFormValue("role")), v.r.PostFormValue("disabled") == "on"
-	if role != account.RoleAdmin && role != account.RoleMember {
-		return screenshot.Errorf(screenshot.EUNPROCESSABLE, "role: must be admin or member")
-	}
-	if id == v.user.ID && (role != account.RoleAdmin || disabled) {
-		return screenshot.Errorf(screenshot.ECONFLICT, "you cannot demote or disable yourself; another admin can")
-	}
-	if err := d.Accounts.Store.UpdateUser(v.r.Context(), id, account.UserUpdate{Role: &role, Disabled: &disabled}); err != nil {
+	role, err := account.ParseRole(v.r.PostFormValue("role"), "")
+	if err != nil {
 		return err
 	}
-	if disabled {
-		if err := d.Accounts.Store.DeleteUserSessions(v.r.Context(), id); err != nil {
-			return err
-		}
+	disabled := v.r.PostFormValue("disabled") == "on"
+	if err := d.Accounts.ChangeUser(v.r.Context(), v.user, id, account.UserUpdate{Role: &role, Disabled: &disabled}); err != nil {
+		return err
 	}
 	return v.back("/admin/users", "user")
 }

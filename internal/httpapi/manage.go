@@ -687,30 +687,16 @@ func (s *Server) inviteUser(w http.ResponseWriter, r *http.Request, c *caller, _
 	if err := decode(w, r, &body); err != nil {
 		return err
 	}
-	email := account.NormalizeEmail(body.Email)
-	if !account.ValidEmail(email) {
-		return screenshot.Errorf(screenshot.EUNPROCESSABLE, "email: not an email address")
-	}
-	role, err := parseRole(body.Role, account.RoleMember)
+	role, err := account.ParseRole(body.Role, account.RoleMember)
 	if err != nil {
 		return err
 	}
-	u := &account.User{ID: account.NewID("usr"), Email: email, Role: role, CreatedAt: time.Now().UTC()}
-	if err := s.Accounts.Store.CreateUser(r.Context(), u); err != nil {
+	u, err := s.Accounts.Invite(r.Context(), body.Email, role)
+	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, showUser(u))
 	return nil
-}
-
-func parseRole(s string, def account.Role) (account.Role, error) {
-	switch account.Role(s) {
-	case "":
-		return def, nil
-	case account.RoleAdmin, account.RoleMember:
-		return account.Role(s), nil
-	}
-	return "", screenshot.Errorf(screenshot.EUNPROCESSABLE, "role: must be admin or member")
 }
 
 func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, c *caller, p httprouter.Params) error {
@@ -724,23 +710,15 @@ func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, c *caller, p 
 	id := p.ByName("id")
 	var u account.UserUpdate
 	if body.Role != nil {
-		role, err := parseRole(*body.Role, "")
-		if err != nil || role == "" {
-			return screenshot.Errorf(screenshot.EUNPROCESSABLE, "role: must be admin or member")
+		role, err := account.ParseRole(*body.Role, "")
+		if err != nil {
+			return err
 		}
 		u.Role = &role
 	}
 	u.Disabled = body.Disabled
-	if id == c.user.ID && (u.Role != nil && *u.Role != account.RoleAdmin || u.Disabled != nil && *u.Disabled) {
-		return screenshot.Errorf(screenshot.ECONFLICT, "you cannot demote or disable yourself; another admin can")
-	}
-	if err := s.Accounts.Store.UpdateUser(r.Context(), id, u); err != nil {
+	if err := s.Accounts.ChangeUser(r.Context(), c.user, id, u); err != nil {
 		return err
-	}
-	if u.Disabled != nil && *u.Disabled {
-		if err := s.Accounts.Store.DeleteUserSessions(r.Context(), id); err != nil {
-			return err
-		}
 	}
 	got, err := s.Accounts.Store.UserByID(r.Context(), id)
 	if err != nil {
