@@ -9,7 +9,6 @@ import (
 	_ "image/png"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -224,11 +223,7 @@ func TestManifestsRunAPlatform(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	secret := lines[len(lines)-1]
 
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<body style="margin:0;background:#0000ff"></body>`)
-	}))
-	defer page.Close()
+	page := testenv.HTMLServer(t, `<body style="margin:0;background:#0000ff"></body>`)
 	q := url.Values{"api_key": {secret}, "url": {page.URL}, "format": {"png"}, "width": {"320"}, "height": {"200"}, "is_cached": {"true"}}
 	for _, want := range []string{"MISS", "HIT"} {
 		resp, err := http.Get(base + "/v1/screenshots/take?" + q.Encode())

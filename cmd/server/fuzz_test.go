@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -21,12 +20,8 @@ import (
 // fuzzed page does leaves the machine.
 func FuzzTake(f *testing.F) {
 	chrome := testenv.Chrome(f)
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<!doctype html><body style="background:#0f0"><p id="a" class="b">fuzz</p>
+	site := testenv.HTMLServer(f, `<!doctype html><body style="background:#0f0"><p id="a" class="b">fuzz</p>
 <img src="/img.png"><script>document.title = location.search</script></body>`)
-	}))
-	f.Cleanup(site.Close)
 	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATA_DIR": f.TempDir(), "CHROME_PATH": chrome, "LOG_LEVEL": "error",
 		"ALLOWED_PRIVATE_TARGETS": "127.0.0.1", "ALLOWED_TARGETS_ONLY": "true",
 		"SCREENSHOT_TIMEOUT": "4000", "MAX_PAGE_LOAD_TIMEOUT": "3000", "PLAN_PRO_RATE_LIMIT": "1000000"}

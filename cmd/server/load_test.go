@@ -8,7 +8,6 @@ import (
 	_ "image/png"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -38,11 +37,7 @@ func TestLoad(t *testing.T) {
 		rate = r
 	}
 	chrome := testenv.Chrome(t)
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, benchPageHTML)
-	}))
-	defer site.Close()
+	site := testenv.HTMLServer(t, testenv.BenchPage)
 	env := environ{"PORT": "0", "METRICS_PORT": "-1", "DATA_DIR": t.TempDir(), "CHROME_PATH": chrome,
 		"ALLOW_PRIVATE_TARGETS": "true", "LOG_LEVEL": "error", "MAX_CONCURRENT_SCREENSHOTS": "10",
 		"MAX_QUEUED_SCREENSHOTS": "20", "QUEUE_TIMEOUT_MS": "10000"}
@@ -200,14 +195,3 @@ func chromeRSS() int64 {
 	}
 	return total
 }
-
-const benchPageHTML = `<!doctype html><html><head><style>
-body{font-family:sans-serif;margin:0;background:linear-gradient(#fafafa,#dde)}
-header{background:#224;color:#fff;padding:24px 40px;font-size:28px}
-main{display:grid;grid-template-columns:repeat(3,1fr);gap:24px;padding:40px}
-.card{background:#fff;border-radius:12px;box-shadow:0 2px 8px #0003;padding:20px;height:160px}
-</style></head><body><header>Shutter load page</header><main>
-<div class="card"><h2>One</h2><p>Lorem ipsum dolor sit amet.</p></div>
-<div class="card"><h2>Two</h2><p>Sed do eiusmod tempor incididunt.</p></div>
-<div class="card"><h2>Three</h2><p>Ut enim ad minim veniam.</p></div>
-</main></body></html>`

@@ -90,12 +90,7 @@ func pool(t *testing.T, urls []string, tokens []string, wait time.Duration) (*ch
 }
 
 func page(t *testing.T) *httptest.Server {
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<body style="background:#00f"></body>`)
-	}))
-	t.Cleanup(s.Close)
-	return s
+	return testenv.HTMLServer(t, `<body style="background:#00f"></body>`)
 }
 
 func TestOnlyTokenHoldersDriveTheBrowser(t *testing.T) {

@@ -1,0 +1,36 @@
+package testenv
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// HTMLServer serves html at every path on a loopback port until the test
+// ends.
+func HTMLServer(tb testing.TB, html string) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, html)
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// BenchPage is the page the render benchmarks and the load test take: a
+// header and six cards on a gradient, with shadows and rounded corners.
+const BenchPage = `<!doctype html><html><head><style>
+body{font-family:sans-serif;margin:0;background:linear-gradient(#fafafa,#dde)}
+header{background:#224;color:#fff;padding:24px 40px;font-size:28px}
+main{display:grid;grid-template-columns:repeat(3,1fr);gap:24px;padding:40px}
+.card{background:#fff;border-radius:12px;box-shadow:0 2px 8px #0003;padding:20px;height:160px}
+</style></head><body><header>Shutter benchmark page</header><main>
+<div class="card"><h2>One</h2><p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p></div>
+<div class="card"><h2>Two</h2><p>Sed do eiusmod tempor incididunt ut labore et dolore magna aliqua.</p></div>
+<div class="card"><h2>Three</h2><p>Ut enim ad minim veniam, quis nostrud exercitation ullamco.</p></div>
+<div class="card"><h2>Four</h2><p>Duis aute irure dolor in reprehenderit in voluptate velit.</p></div>
+<div class="card"><h2>Five</h2><p>Excepteur sint occaecat cupidatat non proident.</p></div>
+<div class="card"><h2>Six</h2><p>Sunt in culpa qui officia deserunt mollit anim id est laborum.</p></div>
+</main></body></html>`
