@@ -26,20 +26,6 @@ import (
 	"github.com/shutterhq/shutter/internal/testenv"
 )
 
-const benchPage = `<!doctype html><html><head><style>
-body{font-family:sans-serif;margin:0;background:linear-gradient(#fafafa,#dde)}
-header{background:#224;color:#fff;padding:24px 40px;font-size:28px}
-main{display:grid;grid-template-columns:repeat(3,1fr);gap:24px;padding:40px}
-.card{background:#fff;border-radius:12px;box-shadow:0 2px 8px #0003;padding:20px;height:160px}
-</style></head><body><header>Shutter benchmark page</header><main>
-<div class="card"><h2>One</h2><p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p></div>
-<div class="card"><h2>Two</h2><p>Sed do eiusmod tempor incididunt ut labore et dolore magna aliqua.</p></div>
-<div class="card"><h2>Three</h2><p>Ut enim ad minim veniam, quis nostrud exercitation ullamco.</p></div>
-<div class="card"><h2>Four</h2><p>Duis aute irure dolor in reprehenderit in voluptate velit.</p></div>
-<div class="card"><h2>Five</h2><p>Excepteur sint occaecat cupidatat non proident.</p></div>
-<div class="card"><h2>Six</h2><p>Sunt in culpa qui officia deserunt mollit anim id est laborum.</p></div>
-</main></body></html>`
-
 // benchResults keeps the p50 of each variant so that the ratio benchmark
 // can compare Shutter with the raw baseline of the same run.
 var benchResults sync.Map // name → time.Duration
@@ -94,8 +80,12 @@ var benchThroughput sync.Map // name → float64
 
 // interleave runs b.N rounds in which each variant takes one shot, in a
 // rotating order, and reports each variant's p50 and p95 and its p50 as a
-// ratio of raw's.
-func interleave(b *testing.B, suffix string, variants map[string]func() error) {
+// ratio of raw's. settle runs after each shot, untimed: it waits until
+// the work a shot leaves in the background (disposing of its context,
+// opening a spare) is done, so that none of it lands in the next
+// variant's time — requests with gaps between them, as an <img> on a page
+// sends them.
+func interleave(b *testing.B, suffix string, settle func(), variants map[string]func() error) {
 	b.Helper()
 	names := slices.Sorted(maps.Keys(variants))
 	lat := map[string][]time.Duration{}
@@ -108,6 +98,9 @@ func interleave(b *testing.B, suffix string, variants map[string]func() error) {
 				b.Fatal(name, err)
 			}
 			lat[name] = append(lat[name], time.Since(t0))
+			b.StopTimer()
+			settle()
+			b.StartTimer()
 		}
 	}
 	b.StopTimer()
@@ -131,6 +124,22 @@ func interleave(b *testing.B, suffix string, variants map[string]func() error) {
 // benchTail keeps the p95 of the interleaved variants.
 var benchTail sync.Map
 
+// settled waits until the pools have no disposal running and no spare
+// being opened.
+func settled(pools ...*Pool) {
+	for _, p := range pools {
+		p.jobs.Wait()
+		for _, b := range p.list() {
+			if c := b.current(); c != nil {
+				c.spares.settled()
+			}
+		}
+	}
+}
+
+// rawDisposals are the raw program's tab closings still running.
+var rawDisposals sync.WaitGroup
+
 // printTable prints the run as one table: each row's figures and its
 // ratio to raw's (p50 at concurrency 1, where less is better; shots per
 // second at 4 and 10, where more is).
@@ -148,7 +157,11 @@ func printTable() {
 			tail, _ := benchTail.Load(name)
 			fmt.Printf("%-26s %10.1f %10.1f %10s %12.3f\n", name, ms(p50), ms(tail), "", float64(p50.(time.Duration))/float64(raw.(time.Duration)))
 		}
-		for _, conc := range []string{"c4", "c10"} {
+		for _, conc := range []string{"c1", "c4", "c10"} {
+			if conc == "c1" {
+				// One request after another, no gap: shots per second.
+				conc = "seq"
+			}
 			for _, v := range []string{"raw", "shutter", "guarded"} {
 				name := v + "/" + format + "/" + conc
 				tput, ok := benchThroughput.Load(name)
@@ -242,7 +255,7 @@ func BenchmarkRender(b *testing.B) {
 			io.WriteString(w, tallBenchPage)
 			return
 		}
-		io.WriteString(w, benchPage)
+		io.WriteString(w, testenv.BenchPage)
 	}))
 	defer site.Close()
 
@@ -271,14 +284,17 @@ func BenchmarkRender(b *testing.B) {
 		// turns, so that the machine's drift hits the three alike.
 		suffix := format + "/c1"
 		b.Run("interleaved/"+suffix, func(b *testing.B) {
-			interleave(b, suffix, map[string]func() error{
+			interleave(b, suffix, func() { rawDisposals.Wait(); settled(p, guarded) }, map[string]func() error{
 				"raw":     func() error { return rawShot(rawCtx, site.URL, format, false) },
 				"shutter": func() error { _, err := p.Render(context.Background(), o); return err },
 				"guarded": func() error { _, err := guarded.Render(context.Background(), o); return err },
 			})
 		})
-		for _, conc := range []int{4, 10} {
+		for _, conc := range []int{1, 4, 10} {
 			suffix := format + "/c" + strconv.Itoa(conc)
+			if conc == 1 {
+				suffix = format + "/seq"
+			}
 			b.Run("raw/"+suffix, func(b *testing.B) {
 				measure(b, "raw/"+suffix, conc, func() error { return rawShot(rawCtx, site.URL, format, false) })
 			})
@@ -351,7 +367,13 @@ const tallBenchPage = `<!doctype html><body style="margin:0"><div style="height:
 // full, it captures the whole page as such a program would.
 func rawShot(browserCtx context.Context, url, format string, full bool) error {
 	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
-	defer func() { go cancel() }()
+	rawDisposals.Add(1)
+	defer func() {
+		go func() {
+			defer rawDisposals.Done()
+			cancel()
+		}()
+	}()
 	tctx, tcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer tcancel()
 	q := int64(80)
@@ -441,11 +463,7 @@ func BenchmarkBlocking(b *testing.B) {
 // the p50 of each phase as OnPhase (shutter_render_phase_seconds) sees it.
 func BenchmarkRenderPhases(b *testing.B) {
 	path := testenv.Chrome(b)
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, benchPage)
-	}))
-	defer site.Close()
+	site := testenv.HTMLServer(b, testenv.BenchPage)
 	var mu sync.Mutex
 	phases := map[string][]time.Duration{}
 	guard := &netguard.Guard{AllowNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}

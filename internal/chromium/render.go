@@ -41,7 +41,7 @@ type tab struct {
 	consent    *consentState    // the consent engine's progress, when it runs
 	// proxyUser and proxyPassword answer the per-render proxy's challenge.
 	proxyUser, proxyPassword string
-	lifeCh                   chan struct{} // closed and replaced when one arrives
+	changed                  chan struct{} // closed and replaced when a request or a lifecycle event comes or goes
 }
 
 func (s *tab) event(ev any) {
@@ -55,16 +55,23 @@ func (s *tab) event(ev any) {
 	case *network.EventLoadingFailed:
 		delete(s.inflight, e.RequestID)
 	case *page.EventLifecycleEvent:
-		if e.FrameID == s.mainFrame {
-			s.life[string(e.LoaderID)+"/"+e.Name] = true
-			close(s.lifeCh)
-			s.lifeCh = make(chan struct{})
+		if e.FrameID != s.mainFrame {
+			return
 		}
+		s.life[string(e.LoaderID)+"/"+e.Name] = true
+		s.wake()
 		return
 	default:
 		return
 	}
 	s.lastChange = time.Now()
+	s.wake()
+}
+
+// wake tells the waits that something changed; s.mu is held.
+func (s *tab) wake() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // waitLifecycle waits for the main frame's lifecycle event of that name
@@ -72,7 +79,7 @@ func (s *tab) event(ev any) {
 func (s *tab) waitLifecycle(ctx context.Context, loader cdp.LoaderID, name string) error {
 	for {
 		s.mu.Lock()
-		seen, ch := s.life[string(loader)+"/"+name], s.lifeCh
+		seen, ch := s.life[string(loader)+"/"+name], s.changed
 		s.mu.Unlock()
 		if seen {
 			return nil
@@ -85,18 +92,22 @@ func (s *tab) waitLifecycle(ctx context.Context, loader cdp.LoaderID, name strin
 	}
 }
 
-// quiet reports whether no request is in flight and none started or ended
-// for d.
-func (s *tab) quiet(d time.Duration) bool {
+// untilQuiet is how long the network must stay as it is to have been
+// quiet for d (0: it has been; -1: a request is in flight), and a channel
+// closed at the next change.
+func (s *tab) untilQuiet(d time.Duration) (time.Duration, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.inflight) == 0 && time.Since(s.lastChange) >= d
+	if len(s.inflight) > 0 {
+		return -1, s.changed
+	}
+	return max(d-time.Since(s.lastChange), 0), s.changed
 }
 
 // render runs one screenshot on the browser c in a fresh browser context.
 func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*screenshot.Image, error) {
 	st := &tab{inflight: map[network.RequestID]struct{}{}, lastChange: time.Now(), blocked: map[string]int{},
-		life: map[string]bool{}, lifeCh: make(chan struct{})}
+		life: map[string]bool{}, changed: make(chan struct{})}
 	if p.cfg.Content != nil {
 		st.content = o.ContentCategories()
 	}
@@ -116,9 +127,9 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	}
 	setup := p.setup(c, o, p.intercepts(o, st), st.content)
 	if st.consent != nil {
-		setup = append(setup, consentSetup(p.cfg.Consent)...)
+		setup = append(setup, chromedp.Steps(consentSetup(p.cfg.Consent)...))
 	}
-	if err := chromedp.Do(rctx, setup...); err != nil {
+	if err := chromedp.Do(rctx, together(setup...)); err != nil {
 		if strings.Contains(err.Error(), "Invalid cookie fields") {
 			// The parser checks what it can; the browser has the last word.
 			return nil, &screenshot.Error{Code: screenshot.EINVALID, Message: "parameter cookies: the browser refuses a cookie for this URL", Err: err}
@@ -132,10 +143,12 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 		}
 		if step.name == "navigate" {
 			clock("navigate")
-			// The next render's tab is opened while this one waits and
-			// captures: not during its set-up and navigation, which it
-			// would slow.
-			p.prepare(c)
+			if c.spares.opensEarly() {
+				// Renders come back to back: the next one's tab is opened
+				// while this one waits and captures (not during its set-up
+				// and navigation, which it would slow).
+				p.prepare(c)
+			}
 		}
 	}
 	clock("wait")
@@ -166,10 +179,10 @@ func (p *Pool) phases() func(phase string) {
 }
 
 // openTab gives the render its own browser context and tab: the spare
-// opened ahead (while the previous render waited and captured; a spare
-// still being opened is waited for) when there is one, else one opened
-// now — each with its own proxy session under the outbound policy and
-// downloads refused.
+// opened ahead (after the previous render, or while it waited and captured
+// when renders come back to back; a spare still being opened is waited
+// for) when there is one, else one opened now — each with its own proxy
+// session under the outbound policy and downloads refused.
 // done disposes of it all after the image is returned: the browser's
 // disposal is not the client's wait (Close waits for it).
 func (p *Pool) openTab(ctx context.Context, c *conn, o *screenshot.Options, st *tab) (rctx context.Context, rcancel context.CancelCauseFunc, done func(), err error) {
@@ -197,6 +210,8 @@ func (p *Pool) openTab(ctx context.Context, c *conn, o *screenshot.Options, st *
 			sp.dispose()
 			p.jobs.Done()
 		}()
+		c.spares.ended()
+		p.prepare(c) // unless the render opened it early
 	}
 	err = rctx.Err() // a spare whose browser went while it waited
 	if fresh {
@@ -452,6 +467,26 @@ const hideScript = `(() => {
 	}
 })();`
 
+// together is one action that runs independent actions at once: each set-up
+// command is a round trip to the browser, and none depends on another. Its
+// error is the first in the list's order.
+func together(actions ...chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		errs := make([]error, len(actions))
+		var wg sync.WaitGroup
+		for i, a := range actions {
+			wg.Go(func() { _, errs[i] = a(ctx, t) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return chromedp.Void{}, err
+			}
+		}
+		return chromedp.Void{}, nil
+	}
+}
+
 // call wraps one protocol command whose result is not needed as an action.
 func call[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -589,16 +624,30 @@ func blockReason(o *screenshot.Options, resourceType, url string) (why, category
 }
 
 // waitIdle waits after the load event until the network has been quiet for
-// IdleTime, at most IdleMax.
+// IdleTime, at most IdleMax: it wakes when a request starts or ends, or
+// when the quiet time is up, not on a clock of its own.
 func (p *Pool) waitIdle(ctx context.Context, st *tab) {
-	deadline := time.Now().Add(p.cfg.IdleMax)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !st.quiet(p.cfg.IdleTime) && time.Now().Before(deadline) {
+	limit := time.NewTimer(p.cfg.IdleMax)
+	defer limit.Stop()
+	quiet := time.NewTimer(time.Hour)
+	defer quiet.Stop()
+	for {
+		left, changed := st.untilQuiet(p.cfg.IdleTime)
+		if left == 0 {
+			return
+		}
+		var up <-chan time.Time
+		if left > 0 {
+			quiet.Reset(left)
+			up = quiet.C
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-limit.C:
+			return
+		case <-changed:
+		case <-up:
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
@@ -35,6 +36,17 @@ type spares struct {
 	ready   *spare
 	making  chan struct{} // closed when the spare being made is ready (or failed); nil when none is
 	stopped bool
+	// early is whether the next spare is opened while the render before
+	// it still runs (from its navigation on) rather than after it: renders
+	// come back to back, so that one opened after the last render would
+	// not have been ready for this one. With gaps between them, a spare
+	// opened after the render is ready in time and does not take the
+	// cores from the render's capture.
+	early bool
+	// lastEnd is when the last render ended, opening how long the last
+	// spare took to open.
+	lastEnd time.Time
+	opening time.Duration
 }
 
 // take returns the spare of c: the ready one, or the one being made once
@@ -43,6 +55,12 @@ func (s *spares) take(ctx context.Context) *spare {
 	s.mu.Lock()
 	sp, making := s.ready, s.making
 	s.ready = nil
+	switch {
+	case making != nil:
+		s.early = true
+	case sp != nil && !s.lastEnd.IsZero():
+		s.early = time.Since(s.lastEnd) < s.opening
+	}
 	s.mu.Unlock()
 	if sp != nil || making == nil {
 		return sp
@@ -57,6 +75,31 @@ func (s *spares) take(ctx context.Context) *spare {
 	sp = s.ready
 	s.ready = nil
 	return sp
+}
+
+// ended notes that a render ended.
+func (s *spares) ended() {
+	s.mu.Lock()
+	s.lastEnd = time.Now()
+	s.mu.Unlock()
+}
+
+// opensEarly reports whether the next spare should be opened while the
+// current render runs.
+func (s *spares) opensEarly() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.early
+}
+
+// settled waits until no spare is being made, for tests and benchmarks.
+func (s *spares) settled() {
+	s.mu.Lock()
+	making := s.making
+	s.mu.Unlock()
+	if making != nil {
+		<-making
+	}
 }
 
 // spareContext is the browser context of the ready spare, for tests.
@@ -83,6 +126,7 @@ func (p *Pool) prepare(c *conn) {
 	s.mu.Unlock()
 	go func() {
 		defer close(made)
+		start := time.Now()
 		sp, err := p.newSpare(c)
 		if err == nil {
 			if err = sp.open(sp.tctx); err != nil {
@@ -91,6 +135,9 @@ func (p *Pool) prepare(c *conn) {
 		}
 		s.mu.Lock()
 		s.making = nil
+		if err == nil {
+			s.opening = time.Since(start)
+		}
 		keep := err == nil && !s.stopped && !c.gone()
 		if keep {
 			s.ready = sp
