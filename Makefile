@@ -260,8 +260,9 @@ bench-compare: test-deps $(BENCHSTAT) ## Run the render benchmark (6 runs) and c
 	$(BENCHSTAT) $(BENCH_BASELINE) $(CACHE_DIR)/bench/render-new.txt
 
 .PHONY: bench
-bench: test-deps ## Render benchmarks next to a raw chromedp baseline (one table with the ratio to raw); cache hits; parser.
+bench: test-deps ## Render benchmarks next to a raw chromedp baseline (one table with the ratio to raw), also through HTTP; cache hits; parser.
 	$(GO) test -run '^$$' -bench . -benchtime 40x -timeout 30m ./internal/chromium
+	$(GO) test -run '^$$' -bench TakeUncached -benchtime 40x -timeout 30m ./cmd/server
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./internal/httpapi ./internal/embedded ./internal/s3store
 	$(GO) test -run '^$$' -bench . ./internal/screenshot ./internal/blocking
 

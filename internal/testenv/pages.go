@@ -1,10 +1,18 @@
 package testenv
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 )
 
 // HTMLServer serves html at every path on a loopback port until the test
@@ -34,3 +42,47 @@ main{display:grid;grid-template-columns:repeat(3,1fr);gap:24px;padding:40px}
 <div class="card"><h2>Five</h2><p>Excepteur sint occaecat cupidatat non proident.</p></div>
 <div class="card"><h2>Six</h2><p>Sunt in culpa qui officia deserunt mollit anim id est laborum.</p></div>
 </main></body></html>`
+
+// RawShot is the baseline of the benchmarks: what a hand-written chromedp
+// program does for one screenshot — a new browser context on the browser
+// of browserCtx, the viewport set to 1280×720, navigate, capture (JPEG at
+// quality 80); with full, the whole page, as such a program would. The
+// tab's closing is added to closing, so that a benchmark can wait for it.
+func RawShot(browserCtx context.Context, closing *sync.WaitGroup, url, format string, full bool) error {
+	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	closing.Add(1)
+	defer func() {
+		go func() {
+			defer closing.Done()
+			cancel()
+		}()
+	}()
+	tctx, tcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer tcancel()
+	q := int64(80)
+	params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormat(format)}
+	if format != "png" {
+		params.Quality = &q
+	}
+	return chromedp.Do(tctx,
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetDeviceMetricsOverride,
+				emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 720, DeviceScaleFactor: 1})
+			return err
+		}),
+		chromedp.Navigate(url),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			if full {
+				m, err := cdp.Call(ctx, t, page.GetLayoutMetrics, cdp.Empty{})
+				if err != nil {
+					return err
+				}
+				beyond := true
+				params.CaptureBeyondViewport = &beyond
+				params.Clip = &page.Viewport{Width: 1280, Height: m.CSSContentSize.Height, Scale: 1}
+			}
+			_, err := cdp.Call(ctx, t, page.CaptureScreenshot, params)
+			return err
+		}),
+	)
+}
