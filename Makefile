@@ -225,7 +225,7 @@ test: test-deps lint verify-generated ## Install components, run every test (CI=
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZ_ROUNDS=1
 
-# Each fuzz target runs for a number of executions (one round is about 5 s
+# Each fuzz target runs for a number of executions (one round is 2-7 s
 # on two cores), not for a duration: with a duration, Go 1.26's fuzzing
 # coordinator can report its own deadline as the target's failure, with no
 # failing input (golang/go#75804, fixed in Go 1.27). FUZZ_ROUNDS multiplies
