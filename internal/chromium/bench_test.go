@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/shutterhq/shutter/internal/blocking"
 	"github.com/shutterhq/shutter/internal/netguard"
 	"github.com/shutterhq/shutter/internal/testenv"
