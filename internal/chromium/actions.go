@@ -56,6 +56,9 @@ func (p *Pool) steps(o *screenshot.Options, st *tab) []step {
 	if o.Delay > 0 {
 		s = append(s, step{"delay", func(ctx context.Context, _ *chromedp.Target) error { return sleep(ctx, o.Delay) }})
 	}
+	if len(st.lazy) > 0 {
+		s = append(s, step{"hide", p.hideSettle(st)})
+	}
 	return s
 }
 

@@ -407,6 +407,17 @@ func BenchmarkBlocking(b *testing.B) {
 			measure(b, name, 1, func() error { _, err := p.Render(context.Background(), o); return err })
 		})
 	}
+	// The plain benchmark page (no ads, one request): what element hiding
+	// costs a render by itself, block_ads on and off taking turns.
+	plain := testenv.HTMLServer(b, testenv.BenchPage)
+	kv := []string{"format", "jpeg", "width", "1280", "height", "720"}
+	off, on := opts(b, plain.URL, kv...), opts(b, plain.URL, append(kv, "block_ads", "true")...)
+	b.Run("plain-page", func(b *testing.B) {
+		interleave(b, "plain-page", func() { settled(p) }, map[string]func() error{
+			"raw":       func() error { _, err := p.Render(context.Background(), off); return err },
+			"block_ads": func() error { _, err := p.Render(context.Background(), on); return err },
+		})
+	})
 	b.Run("ratio/blocking", func(b *testing.B) {
 		off, ok1 := benchResults.Load("blocking-off")
 		on, ok2 := benchResults.Load("blocking-on")

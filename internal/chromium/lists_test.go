@@ -103,3 +103,65 @@ func TestMaintainedLists(t *testing.T) {
 		}
 	}
 }
+
+// TestHidingRulesFollowThePage: the rules keyed by class or id reach the
+// page only for what it has — elements added after the load, one added by
+// scripts just before the capture, one in a same-origin frame — and the
+// page's own scripts see nothing of the hiding world (no binding, no
+// functions). Without block_ads the same elements show: the control.
+func TestHidingRulesFollowThePage(t *testing.T) {
+	dir := testenv.EasyList(t)
+	filter, err := blocking.New(context.Background(), blocking.Config{Lists: map[blocking.Category][]string{
+		blocking.Ads: {dir + "/easylist.txt"}}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := testenv.HTMLServer(t, `<!doctype html><html><head><style>
+body { margin: 0; background: #fff } .slot { display: block; position: absolute; width: 100px; height: 100px; background: #f00 }
+iframe { position: absolute; left: 400px; top: 0; width: 150px; height: 150px; border: 0 }
+</style></head><body>
+<iframe srcdoc="<style>body{margin:0}</style><div class='ad-banner-300' style='width:100px;height:100px;background:#f00'></div>"></iframe>
+<script>
+setTimeout(() => document.body.insertAdjacentHTML("beforeend", '<div class="ad-banner-300 slot" style="left:0;top:0"></div>'), 300);
+setTimeout(() => {
+	const seen = ["__shutterHide", "shutterHideRules", "shutterScan"].filter((n) => typeof globalThis[n] !== "undefined");
+	if (seen.length > 0) document.body.insertAdjacentHTML("beforeend", '<div style="position:absolute;left:0;top:250px;width:100px;height:100px;background:#00f"></div>');
+}, 200);
+</script></body></html>`)
+	p, err := startPool(Config{ExecPath: testenv.Chrome(t), Timeout: 20 * time.Second, Content: filter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, white := color.RGBA{255, 0, 0, 255}, color.RGBA{255, 255, 255, 255}
+	late := `document.body.insertAdjacentHTML("beforeend", '<div class="ad-banner-300 slot" style="left:200px;top:0"></div>')`
+	for _, on := range []bool{false, true} {
+		want := red
+		if on {
+			want = white
+		}
+		for _, kv := range [][]string{
+			{"delay", "1"},    // the page adds one after the load
+			{"scripts", late}, // and one is added just before the capture
+		} {
+			kv = append(kv, "format", "png", "width", "600", "height", "400")
+			if on {
+				kv = append(kv, "block_ads", "true")
+			}
+			img := render(t, p, opts(t, site.URL, kv...))
+			checks := map[string][2]int{"in a frame": {450, 50}}
+			if kv[0] == "delay" {
+				checks["added after the load"] = [2]int{50, 50}
+				if c := img.At(50, 300); !near(c, white, 0) {
+					t.Errorf("block_ads %v: the page's scripts saw the hiding world (pixel %v)", on, c)
+				}
+			} else {
+				checks["added by scripts before the capture"] = [2]int{250, 50}
+			}
+			for name, pt := range checks {
+				if c := img.At(pt[0], pt[1]); !near(c, want, 0) {
+					t.Errorf("block_ads %v, %s: pixel %v = %v, want %v", on, name, pt, c, want)
+				}
+			}
+		}
+	}
+}

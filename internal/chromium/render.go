@@ -2,7 +2,6 @@ package chromium
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -34,11 +33,14 @@ type tab struct {
 	lastChange time.Time
 	blocked    map[string]int // by category
 	mainFrame  cdp.FrameID
-	docBlocked error            // why the first blocked main-frame document request was refused
-	checked    map[string]error // outbound-policy answers by scheme and host, for this render
-	content    []string         // enabled content-filter categories (nil without a filter)
-	life       map[string]bool  // main-frame lifecycle events seen, by loader and name
-	consent    *consentState    // the consent engine's progress, when it runs
+	docBlocked error                      // why the first blocked main-frame document request was refused
+	checked    map[string]error           // outbound-policy answers by scheme and host, for this render
+	content    []string                   // enabled content-filter categories (nil without a filter)
+	life       map[string]bool            // main-frame lifecycle events seen, by loader and name
+	consent    *consentState              // the consent engine's progress, when it runs
+	lazy       map[string][]string        // hiding rules a document asks for by class or id ("" rules: none)
+	lookups    int                        // documents' questions for them not yet answered
+	hideCtx    runtime.ExecutionContextID // the main document's hiding world
 	// proxyUser and proxyPassword answer the per-render proxy's challenge.
 	proxyUser, proxyPassword string
 	changed                  chan struct{} // closed and replaced when a request or a lifecycle event comes or goes
@@ -125,7 +127,9 @@ func (p *Pool) render(ctx context.Context, c *conn, o *screenshot.Options) (*scr
 	if err := chromedp.Listen(rctx, p.events(rctx, rcancel, st, o)); err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	setup := p.setup(c, o, p.intercepts(o, st), st.content)
+	css, lazy := p.stylesheet(o, st.content)
+	st.lazy = lazy
+	setup := p.setup(c, o, p.intercepts(o, st), css, len(lazy) > 0)
 	if st.consent != nil {
 		setup = append(setup, chromedp.Steps(consentSetup(p.cfg.Consent)...))
 	}
@@ -260,6 +264,11 @@ func (p *Pool) events(rctx context.Context, rcancel context.CancelCauseFunc, st 
 		case *fetch.EventAuthRequired:
 			go st.answerAuth(rctx, e)
 		case *runtime.EventBindingCalled:
+			if e.Name == hideBinding {
+				st.lookup(+1) // before the answer to any later command
+				go p.hideLookup(rctx, st, e)
+				return
+			}
 			go p.consentMessage(rctx, st, e)
 		case *page.EventJavascriptDialogOpening:
 			// Dialogs would stall the page; dismiss them, but let the page
@@ -306,8 +315,10 @@ func (p *Pool) stepFailed(ctx, rctx context.Context, st *tab, name string, err e
 	return fmt.Errorf("%s: %w", name, err)
 }
 
-// setup returns the actions that prepare the tab before navigation.
-func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []string) []chromedp.Action[chromedp.Void] {
+// setup returns the actions that prepare the tab before navigation; css is
+// the stylesheet every document adopts, and lookups whether documents ask
+// for the hiding rules that name their classes and ids.
+func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, css string, lookups bool) []chromedp.Action[chromedp.Void] {
 	orientation := &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypePortraitPrimary, Angle: 0}
 	if !o.IsMobile || o.IsLandscape {
 		orientation = &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypeLandscapePrimary, Angle: 90}
@@ -373,16 +384,7 @@ func (p *Pool) setup(c *conn, o *screenshot.Options, intercept bool, content []s
 	// have been started without it.
 	steps = append(steps, call(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
 		Source: noWebRTCScript, RunImmediately: &yes}))
-	if css, lazy := p.stylesheet(o, content); css != "" || len(lazy) > 0 {
-		// An isolated world's script adopts constructed stylesheets in
-		// every document before it is parsed: through the DevTools
-		// protocol, so the page's Content-Security-Policy does not apply.
-		src, _ := json.Marshal(css)
-		lz, _ := json.Marshal(lazy)
-		steps = append(steps, call(page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-			Source: fmt.Sprintf(hideScript, src, lz), WorldName: "shutter"}))
-	}
-	return steps
+	return append(steps, hideSetup(css, lookups)...)
 }
 
 // noWebRTCScript removes the WebRTC constructors from every document: UDP
@@ -392,26 +394,6 @@ const noWebRTCScript = `(() => {
 		try { Object.defineProperty(globalThis, name, {value: undefined, writable: false, configurable: false}); } catch (e) {}
 	}
 })();`
-
-// stylesheet is the CSS that every document of the render adopts: the
-// content filters' hiding rules, hide_selectors and the client's styles.
-func (p *Pool) stylesheet(o *screenshot.Options, content []string) (string, map[string][]string) {
-	var b strings.Builder
-	var lazy map[string][]string
-	if len(content) > 0 {
-		css, l := p.cfg.Content.CSS(content, o.Host())
-		b.WriteString(css)
-		lazy = l
-	}
-	// One rule per selector: an invalid one drops only its own rule.
-	for _, sel := range o.HideSelectors {
-		b.WriteString("\n" + sel + " { display: none !important; }")
-	}
-	if o.Styles != "" {
-		b.WriteString("\n" + o.Styles)
-	}
-	return strings.TrimSpace(b.String()), lazy
-}
 
 // mediaType is the emulated CSS media type; "" leaves the browser's own.
 func mediaType(o *screenshot.Options) string {
@@ -423,49 +405,6 @@ func mediaType(o *screenshot.Options) string {
 	}
 	return ""
 }
-
-// hideScript adopts the stylesheet, and a second one that receives the
-// lazy generic selectors whose class or id appears in the document (looked
-// for when the document is parsed, loaded, and after each change, once a
-// frame); both are adopted again if the page replaces the document's
-// adopted stylesheets.
-const hideScript = `(() => {
-	const sheet = new CSSStyleSheet();
-	sheet.replaceSync(%s);
-	const lazy = %s, seen = new Set(), found = new CSSStyleSheet();
-	const adopt = () => {
-		const have = document.adoptedStyleSheets;
-		if (!have.includes(sheet) || !have.includes(found)) {
-			document.adoptedStyleSheets = [...have.filter((s) => s !== sheet && s !== found), sheet, found];
-		}
-	};
-	const look = (token) => {
-		if (seen.has(token)) return;
-		seen.add(token);
-		for (const sel of lazy[token] || []) {
-			try { found.insertRule(sel + " { display: none !important; }", found.cssRules.length); } catch (e) {}
-		}
-	};
-	const scan = () => {
-		for (const el of document.querySelectorAll("[id],[class]")) {
-			if (el.id) look("#" + el.id);
-			for (const c of el.classList) look("." + c);
-		}
-		adopt();
-	};
-	adopt();
-	document.addEventListener("DOMContentLoaded", scan);
-	addEventListener("load", scan);
-	if (Object.keys(lazy).length > 0) {
-		let queued = false;
-		new MutationObserver(() => {
-			if (!queued) {
-				queued = true;
-				requestAnimationFrame(() => { queued = false; scan(); });
-			}
-		}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ["id", "class"]});
-	}
-})();`
 
 // together is one action that runs independent actions at once: each set-up
 // command is a round trip to the browser, and none depends on another. Its
