@@ -73,7 +73,8 @@ func hideSetup(css string, lookups bool) []chromedp.Action[chromedp.Void] {
 // hideScript adopts the stylesheet and a second one that receives the rules
 // the server sends (shutterHideRules); with lookups it sends the classes
 // and ids it has not sent yet (shutterScan: when the document is parsed,
-// loaded, after each change once a frame, and when the server asks). The
+// loaded, after each change once a frame, and when the server asks; at
+// most 20 000 per document, against a page that makes them up). The
 // top document says so first, so that the server knows its world. Both
 // sheets are adopted again if the page replaces the adopted stylesheets.
 const hideScript = `(() => {
@@ -95,7 +96,7 @@ const hideScript = `(() => {
 	const scan = globalThis.shutterScan = () => {
 		if (lookups) {
 			const fresh = [];
-			const look = (token) => { if (!seen.has(token)) { seen.add(token); fresh.push(token); } };
+			const look = (token) => { if (!seen.has(token) && seen.size < 20000) { seen.add(token); fresh.push(token); } };
 			for (const el of document.querySelectorAll("[id],[class]")) {
 				if (el.id) look("#" + el.id);
 				for (const c of el.classList) look("." + c);
