@@ -162,7 +162,12 @@ func (p *Pool) add(b *browser) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		b.supervise(ctx, p.notify)
+		b.supervise(ctx, func() {
+			if c := b.current(); c != nil {
+				p.prepare(c) // the first render finds its tab open too
+			}
+			p.notify()
+		})
 	}()
 }
 

@@ -198,8 +198,8 @@ func (p *Pool) openTab(ctx context.Context, c *conn, o *screenshot.Options, st *
 		}
 	}
 	if fresh {
-		// The first render of a browser (or one after a failed spare)
-		// starts the chain at once.
+		// A render that found no spare (several at once, or after a
+		// failed one) starts the chain again at once.
 		defer p.prepare(c)
 	}
 	refuse := func(host string, err error) { p.proxyRefused(st, o, host, err) }

@@ -57,6 +57,10 @@ func TestSpareAfterAGappedRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.list()[0].current()
+	c.spares.settled()
+	if c.spares.spareContext() == "" {
+		t.Fatal("no spare once the browser was ready")
+	}
 	o := opts(t, site.URL, "format", "png", "width", "320", "height", "240", "delay", "1")
 	openDuringRender := func() bool {
 		t.Helper()
@@ -72,8 +76,8 @@ func TestSpareAfterAGappedRender(t *testing.T) {
 		}
 		return <-seen
 	}
-	// The first render of a browser starts the chain; after a gap, the
-	// next one takes the ready spare and the one after it is opened late.
+	// A browser opens a spare when it is ready; after a gap, a render takes
+	// the ready spare and the one after it is opened late.
 	if _, err := p.Render(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
