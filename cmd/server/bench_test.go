@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,32 +65,19 @@ func BenchmarkTakeUncached(b *testing.B) {
 			"raw":     func() error { return testenv.RawShot(rawCtx, &closing, site.URL, format, false) },
 			"shutter": func() error { return takeImage(m, q) },
 		}
-		names := []string{"raw", "shutter"}
 		b.Run("gaps/"+format, func(b *testing.B) {
-			lat := map[string][]time.Duration{}
-			for i := range b.N {
-				for j := range names {
-					name := names[(i+j)%len(names)]
-					t0 := time.Now()
-					if err := variants[name](); err != nil {
-						b.Fatal(name, err)
-					}
-					lat[name] = append(lat[name], time.Since(t0))
-					b.StopTimer()
-					closing.Wait()
-					time.Sleep(300 * time.Millisecond)
-					b.StartTimer()
-				}
-			}
-			for _, name := range names {
+			lat := testenv.Interleave(b, variants, func() {
+				closing.Wait()
+				time.Sleep(300 * time.Millisecond)
+			})
+			for _, name := range []string{"raw", "shutter"} {
 				l := lat[name]
-				slices.Sort(l)
-				add(row{name: name + "/" + format + "/gaps", p50: msOf(l[len(l)/2]), p95: msOf(l[min(len(l)-1, len(l)*95/100)])})
+				add(row{name: name + "/" + format + "/gaps", p50: msOf(testenv.Quantile(l, 0.5)), p95: msOf(testenv.Quantile(l, 0.95))})
 			}
 			b.ReportMetric(rows["shutter/"+format+"/gaps"].p50/rows["raw/"+format+"/gaps"].p50, "p50-shutter/raw")
 			b.ReportMetric(0, "ns/op")
 		})
-		for _, name := range names {
+		for _, name := range []string{"raw", "shutter"} {
 			b.Run("back-to-back/"+name+"/"+format, func(b *testing.B) {
 				time.Sleep(300 * time.Millisecond)
 				start := time.Now()

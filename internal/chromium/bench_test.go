@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -82,33 +81,15 @@ var benchThroughput sync.Map // name → float64
 // sends them.
 func interleave(b *testing.B, suffix string, settle func(), variants map[string]func() error) {
 	b.Helper()
-	names := slices.Sorted(maps.Keys(variants))
-	lat := map[string][]time.Duration{}
-	b.ResetTimer()
-	for i := range b.N {
-		for j := range names {
-			name := names[(i+j)%len(names)]
-			t0 := time.Now()
-			if err := variants[name](); err != nil {
-				b.Fatal(name, err)
-			}
-			lat[name] = append(lat[name], time.Since(t0))
-			b.StopTimer()
-			settle()
-			b.StartTimer()
-		}
-	}
-	b.StopTimer()
+	lat := testenv.Interleave(b, variants, settle)
 	p50 := map[string]time.Duration{}
-	for _, name := range names {
-		l := lat[name]
-		slices.Sort(l)
-		p50[name] = l[len(l)/2]
+	for name, l := range lat {
+		p50[name] = testenv.Quantile(l, 0.5)
 		b.ReportMetric(float64(p50[name].Microseconds())/1000, name+"-p50-ms")
 		benchResults.Store(name+"/"+suffix, p50[name])
-		benchTail.Store(name+"/"+suffix, l[min(len(l)-1, len(l)*95/100)])
+		benchTail.Store(name+"/"+suffix, testenv.Quantile(l, 0.95))
 	}
-	for _, name := range names {
+	for name := range lat {
 		if name != "raw" {
 			b.ReportMetric(float64(p50[name])/float64(p50["raw"]), name+"/raw")
 		}

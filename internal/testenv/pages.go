@@ -3,8 +3,10 @@ package testenv
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -85,4 +87,38 @@ func RawShot(browserCtx context.Context, closing *sync.WaitGroup, url, format st
 			return err
 		}),
 	)
+}
+
+// Interleave runs b.N rounds in which each variant takes one shot, in an
+// order that rotates each round, so that a drift of the machine hits them
+// alike; settle runs after each shot, untimed. It returns each variant's
+// times, sorted.
+func Interleave(b *testing.B, variants map[string]func() error, settle func()) map[string][]time.Duration {
+	b.Helper()
+	names := slices.Sorted(maps.Keys(variants))
+	lat := map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range names {
+			name := names[(i+j)%len(names)]
+			t0 := time.Now()
+			if err := variants[name](); err != nil {
+				b.Fatal(name, err)
+			}
+			lat[name] = append(lat[name], time.Since(t0))
+			b.StopTimer()
+			settle()
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	for _, l := range lat {
+		slices.Sort(l)
+	}
+	return lat
+}
+
+// Quantile is the q-quantile of sorted times.
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
