@@ -38,7 +38,7 @@ type tab struct {
 	content    []string                   // enabled content-filter categories (nil without a filter)
 	life       map[string]bool            // main-frame lifecycle events seen, by loader and name
 	consent    *consentState              // the consent engine's progress, when it runs
-	lazy       map[string][]string        // hiding rules a document asks for by class or id ("" rules: none)
+	lazy       map[string][]string        // the hiding rules documents ask for, by class or id
 	lookups    int                        // documents' questions for them not yet answered
 	hideCtx    runtime.ExecutionContextID // the main document's hiding world
 	// proxyUser and proxyPassword answer the per-render proxy's challenge.
