@@ -2,8 +2,12 @@ package chromium
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/shutterhq/shutter/internal/testenv"
 )
@@ -96,5 +100,31 @@ func TestSpareAfterAGappedRender(t *testing.T) {
 	// being opened, and so opens its own successor's during its wait.
 	if !openDuringRender() {
 		t.Fatal("back to back, the next spare was not opened while the render ran")
+	}
+}
+
+// TestTogether: independent set-up actions all run, at once, and the error
+// is the first in the list's order whatever order they finish in.
+func TestTogether(t *testing.T) {
+	first, second := errors.New("first"), errors.New("second")
+	var ran atomic.Int32
+	started := make(chan struct{})
+	act := func(d time.Duration, err error) chromedp.Action[chromedp.Void] {
+		return func(ctx context.Context, _ *chromedp.Target) (chromedp.Void, error) {
+			if ran.Add(1) == 3 {
+				close(started)
+			}
+			select { // none finishes before all have started: they run at once
+			case <-started:
+			case <-time.After(5 * time.Second):
+				return chromedp.Void{}, errors.New("the actions ran one after another")
+			}
+			time.Sleep(d)
+			return chromedp.Void{}, err
+		}
+	}
+	_, err := together(act(0, nil), act(50*time.Millisecond, first), act(0, second))(context.Background(), nil)
+	if err != first || ran.Load() != 3 {
+		t.Fatalf("err = %v after %d actions, want the first in order after 3", err, ran.Load())
 	}
 }
