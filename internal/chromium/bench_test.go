@@ -60,12 +60,12 @@ func measure(b *testing.B, name string, conc int, shot func() error) {
 	if len(lat) == 0 {
 		return
 	}
-	p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
-	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(p(0.95).Microseconds())/1000, "p95-ms")
+	p50, p95 := testenv.Quantile(lat, 0.5), testenv.Quantile(lat, 0.95)
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms")
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "shots/s")
 	b.ReportMetric(0, "ns/op")
-	benchResults.Store(name, p(0.50))
+	benchResults.Store(name, p50)
 	benchThroughput.Store(name, float64(len(lat))/elapsed.Seconds())
 }
 
@@ -453,7 +453,7 @@ func BenchmarkRenderPhases(b *testing.B) {
 				}
 			}
 			slices.Sort(total)
-			b.ReportMetric(float64(total[len(total)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(testenv.Quantile(total, 0.5).Microseconds())/1000, "p50-ms")
 			b.ReportMetric(0, "ns/op")
 			mu.Lock()
 			defer mu.Unlock()
@@ -463,7 +463,7 @@ func BenchmarkRenderPhases(b *testing.B) {
 					continue
 				}
 				slices.Sort(l)
-				b.ReportMetric(float64(l[len(l)/2].Microseconds())/1000, name+"-p50-ms")
+				b.ReportMetric(float64(testenv.Quantile(l, 0.5).Microseconds())/1000, name+"-p50-ms")
 			}
 		})
 	}
