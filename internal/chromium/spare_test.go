@@ -66,14 +66,17 @@ func TestSpareAfterAGappedRender(t *testing.T) {
 		t.Fatal("no spare once the browser was ready")
 	}
 	o := opts(t, site.URL, "format", "png", "width", "320", "height", "240", "delay", "1")
+	opened := func() bool { // a spare is ready or being opened
+		c.spares.mu.Lock()
+		defer c.spares.mu.Unlock()
+		return c.spares.ready != nil || c.spares.making != nil
+	}
 	openDuringRender := func() bool {
 		t.Helper()
 		seen := make(chan bool, 1)
 		go func() {
 			time.Sleep(500 * time.Millisecond) // within the 1-s delay, after navigation
-			c.spares.mu.Lock()
-			seen <- c.spares.ready != nil || c.spares.making != nil
-			c.spares.mu.Unlock()
+			seen <- opened()
 		}()
 		if _, err := p.Render(context.Background(), o); err != nil {
 			t.Fatal(err)
@@ -90,10 +93,7 @@ func TestSpareAfterAGappedRender(t *testing.T) {
 	if openDuringRender() {
 		t.Fatal("after a gap, the next spare was opened while the render ran")
 	}
-	c.spares.mu.Lock()
-	opened := c.spares.ready != nil || c.spares.making != nil
-	c.spares.mu.Unlock()
-	if !opened {
+	if !opened() {
 		t.Fatal("no spare opened when the render ended")
 	}
 	// Back to back: the render that follows at once finds its spare still
